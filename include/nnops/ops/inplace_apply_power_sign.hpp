@@ -1,0 +1,27 @@
+// InplaceApplyPowerSign (CANN OpType InplaceApplyPowerSign): one step of the PowerSign optimizer
+// (Bello et al. 2017), TensorFlow's ApplyPowerSign semantics, updating var and m in place:
+//
+//   m_new   = beta * m + (1 - beta) * grad
+//   sign_gm = sign(m_new) * sign(grad)
+//   var_new = var - lr * exp(logbase * sign_decay * sign_gm) * grad
+//
+// The per-element update is computed in float64 and rounded once to the storage dtype, so every output
+// is the float64 result correctly rounded (float32) or within one ulp of it (float16/bfloat16).
+#pragma once
+
+#include "nnops/context.hpp"
+#include "nnops/status.hpp"
+#include "nnops/tensor_view.hpp"
+
+namespace nnops {
+
+/// Updates var and m in place. All seven tensors share one dtype (float32, float16 or bfloat16); var, m
+/// and grad share one shape (any rank, including 0) and must not overlap; lr, logbase, sign_decay and
+/// beta hold one element each (shape [] or [1]). Checked before anything is written: beta in [0, 1),
+/// lr/logbase/sign_decay finite. use_locking = true serializes concurrent calls on the same var buffer
+/// (calls that pass false take no lock, as in TensorFlow). On error var and m are unchanged.
+Status inplace_apply_power_sign(const TensorView& var, const TensorView& m, const TensorView& lr,
+                                const TensorView& logbase, const TensorView& sign_decay, const TensorView& beta,
+                                const TensorView& grad, bool use_locking = false, const Context& ctx = {});
+
+}  // namespace nnops

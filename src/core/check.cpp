@@ -1,0 +1,75 @@
+#include "src/core/check.hpp"
+
+#include <cstdint>
+
+namespace nnops::detail {
+
+Status invalid_arg(const char* op, const std::string& what) {
+  return Status(StatusCode::kInvalidArgument, std::string(op) + ": " + what);
+}
+
+Status check_tensor(const char* op, const char* name, const TensorView& t, int64_t* numel) {
+  const std::string n(name);
+  if (!t.rank_ok()) {
+    return invalid_arg(op, n + " has rank " + std::to_string(t.rank()) + "; expected at most " +
+                               std::to_string(kMaxRank));
+  }
+  for (int i = 0; i < t.rank(); ++i) {
+    if (t.dim(i) < 0) {
+      return invalid_arg(op, n + " has shape " + t.shape_string() + "; expected non-negative dims");
+    }
+  }
+  const int64_t count = t.numel();
+  int64_t bytes = 0;
+  if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(t.dtype())), &bytes)) {
+    return invalid_arg(op, n + " has shape " + t.shape_string() + "; its size overflows 64-bit byte counts");
+  }
+  if (!t.is_contiguous()) {
+    std::string strides = "[";
+    for (int i = 0; i < t.rank(); ++i) strides += (i ? ", " : "") + std::to_string(t.stride(i));
+    return Status(StatusCode::kUnsupported, std::string(op) + ": " + n + " has strides " + strides + "] for shape " +
+                                                t.shape_string() +
+                                                "; only contiguous (dense row-major) tensors are supported");
+  }
+  if (count > 0 && t.data() == nullptr) {
+    return Status(StatusCode::kNullPointer, std::string(op) + ": " + n + " has a null data pointer and shape " +
+                                                t.shape_string());
+  }
+  // The last byte must be addressable without wrapping around the address space.
+  if (count > 0 && reinterpret_cast<uintptr_t>(t.data()) > UINTPTR_MAX - static_cast<uintptr_t>(bytes)) {
+    return invalid_arg(op, n + " spans past the end of the address space");
+  }
+  *numel = count;
+  return Status::ok();
+}
+
+Status check_dtype(const char* op, const char* name, const TensorView& t, DType want, const char* want_why) {
+  if (t.dtype() == want) return Status::ok();
+  return invalid_arg(op, std::string(name) + " has dtype " + dtype_name(t.dtype()) + "; expected " +
+                             dtype_name(want) + " " + want_why);
+}
+
+Status check_same_shape(const char* op, const char* name, const TensorView& t, const char* ref_name,
+                        const TensorView& ref) {
+  bool same = t.rank() == ref.rank();
+  for (int i = 0; same && i < t.rank(); ++i) same = t.dim(i) == ref.dim(i);
+  if (same) return Status::ok();
+  return invalid_arg(op, std::string(name) + " has shape " + t.shape_string() + "; expected the shape of " +
+                             ref_name + " " + ref.shape_string());
+}
+
+bool overlaps(const TensorView& a, const TensorView& b) {
+  const int64_t na = a.numel(), nb = b.numel();
+  if (na <= 0 || nb <= 0) return false;
+  const uintptr_t a0 = reinterpret_cast<uintptr_t>(a.data());
+  const uintptr_t b0 = reinterpret_cast<uintptr_t>(b.data());
+  const uintptr_t a1 = a0 + static_cast<uintptr_t>(na) * dtype_size(a.dtype());
+  const uintptr_t b1 = b0 + static_cast<uintptr_t>(nb) * dtype_size(b.dtype());
+  return a0 < b1 && b0 < a1;
+}
+
+Status overlap_error(const char* op, const char* a, const char* b) {
+  return invalid_arg(op, std::string(a) + " and " + b + " overlap in memory; expected disjoint buffers");
+}
+
+}  // namespace nnops::detail

@@ -1,0 +1,35 @@
+// Argument validation helpers shared by every operator's *_check.cpp. Each returns a Status whose
+// message starts with the operator name and names the argument, e.g.
+//   "group_normalization_grad: mean has shape [2, 3]; expected [N, G] = [2, 4]".
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nnops/status.hpp"
+#include "nnops/tensor_view.hpp"
+
+namespace nnops::detail {
+
+void init_dispatch();
+
+Status invalid_arg(const char* op, const std::string& what);
+
+/// Rank in range, dims >= 0, element and byte counts fit in int64, view contiguous, data non-null when
+/// the tensor has elements. `numel` receives the element count.
+Status check_tensor(const char* op, const char* name, const TensorView& t, int64_t* numel);
+
+/// `t` has dtype `want`.
+Status check_dtype(const char* op, const char* name, const TensorView& t, DType want, const char* want_why);
+
+/// `t` has exactly the shape of `ref`.
+Status check_same_shape(const char* op, const char* name, const TensorView& t, const char* ref_name,
+                        const TensorView& ref);
+
+/// True when the byte ranges of two contiguous tensors intersect (empty tensors never overlap).
+bool overlaps(const TensorView& a, const TensorView& b);
+
+/// Error for two arguments whose memory overlaps.
+Status overlap_error(const char* op, const char* a, const char* b);
+
+}  // namespace nnops::detail

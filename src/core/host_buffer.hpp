@@ -1,0 +1,61 @@
+// An owning, 64-byte-aligned host tensor for tools, tests and benchmarks (the library API itself only
+// takes views). Not part of the public API.
+#pragma once
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "nnops/dtype.hpp"
+#include "nnops/tensor_view.hpp"
+
+namespace nnops::detail {
+
+class HostBuffer {
+ public:
+  HostBuffer() = default;
+  HostBuffer(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+    numel_ = 1;
+    for (int64_t d : shape_) numel_ *= d;
+    const std::size_t bytes = (static_cast<std::size_t>(numel_) * dtype_size(dtype_) + 63) / 64 * 64;
+    data_.reset(static_cast<unsigned char*>(std::aligned_alloc(64, bytes ? bytes : 64)));
+    if (bytes) std::memset(data_.get(), 0, bytes);
+  }
+
+  DType dtype() const { return dtype_; }
+  int64_t numel() const { return numel_; }
+  std::size_t bytes() const { return static_cast<std::size_t>(numel_) * dtype_size(dtype_); }
+  const std::vector<int64_t>& shape() const { return shape_; }
+  void* data() const { return data_.get(); }
+
+  TensorView view() const {
+    return TensorView::contiguous(data_.get(), dtype_, shape_.data(), static_cast<int>(shape_.size()));
+  }
+
+  double get(int64_t i) const { return load_as_double(data_.get(), dtype_, static_cast<std::size_t>(i)); }
+  /// Stores v rounded to the dtype.
+  void set(int64_t i, double v) { store_from_double(data_.get(), dtype_, static_cast<std::size_t>(i), v); }
+
+  /// Same dtype, shape and bytes.
+  HostBuffer clone() const {
+    HostBuffer b(dtype_, shape_);
+    if (bytes()) std::memcpy(b.data(), data(), bytes());
+    return b;
+  }
+  bool same_bytes(const HostBuffer& o) const {
+    return bytes() == o.bytes() && (bytes() == 0 || std::memcmp(data(), o.data(), bytes()) == 0);
+  }
+
+ private:
+  struct Free {
+    void operator()(unsigned char* p) const { std::free(p); }
+  };
+  DType dtype_ = DType::kFloat32;
+  std::vector<int64_t> shape_;
+  int64_t numel_ = 0;
+  std::unique_ptr<unsigned char, Free> data_;
+};
+
+}  // namespace nnops::detail

@@ -1,0 +1,104 @@
+// Target selection for Highway's dynamic dispatch.
+#include "nnops/isa.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdlib>
+#include <mutex>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/core/isa.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops {
+namespace HWY_NAMESPACE {
+// The target the dispatcher picks now, as seen by a dispatched call itself.
+int64_t DispatchedTarget() { return HWY_TARGET; }
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nnops {
+HWY_EXPORT(DispatchedTarget);
+
+namespace {
+
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::vector<int64_t> compiled_bits() {
+  std::vector<int64_t> out;
+  for (int64_t t = HWY_TARGETS; t != 0; t &= t - 1) out.push_back(t & -t);  // lowest bit = best
+  return out;
+}
+
+Status apply_cap(const std::string& name) {
+  const std::string want = lower(name);
+  if (want.empty() || want == "native" || want == "best") {
+    hwy::DisableTargets(0);
+    return Status::ok();
+  }
+  int64_t disable = 0;
+  for (int64_t bit : compiled_bits()) {
+    if (lower(hwy::TargetName(bit)) == want) {
+      hwy::DisableTargets(disable);
+      return Status::ok();
+    }
+    disable |= bit;  // every target before this one is better: disable it
+  }
+  std::string known;
+  for (int64_t bit : compiled_bits()) known += (known.empty() ? "" : ", ") + lower(hwy::TargetName(bit));
+  return Status(StatusCode::kInvalidArgument,
+                "set_max_isa: unknown ISA '" + name + "'; expected one of: native, " + known);
+}
+
+}  // namespace
+
+namespace detail {
+// Applies NNOPS_MAX_CPU_ISA once, before the first kernel runs. A bad value is ignored here (it cannot
+// be reported from a kernel); `nnops info` reports it.
+void init_dispatch() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (const char* env = std::getenv("NNOPS_MAX_CPU_ISA")) (void)apply_cap(env);
+  });
+}
+}  // namespace detail
+
+std::vector<CpuIsa> compiled_isas() {
+  const int64_t supported = hwy::SupportedTargets();
+  std::vector<CpuIsa> out;
+  for (int64_t bit : compiled_bits()) out.push_back({lower(hwy::TargetName(bit)), bit, (supported & bit) != 0});
+  return out;
+}
+
+std::string current_isa() {
+  detail::init_dispatch();
+  return lower(hwy::TargetName(HWY_DYNAMIC_DISPATCH(DispatchedTarget)()));
+}
+
+Status set_max_isa(const std::string& name) {
+  detail::init_dispatch();
+  return apply_cap(name);
+}
+
+Status force_isa_for_testing(long long bits) {
+  detail::init_dispatch();
+  hwy::SetSupportedTargetsForTest(0);  // back to what the CPU really supports (and the cap)
+  if (bits == 0) return Status::ok();
+  if ((bits & HWY_TARGETS) == 0 || (bits & (bits - 1)) != 0)
+    return Status(StatusCode::kInvalidArgument, "force_isa_for_testing: not a single compiled target");
+  if ((bits & hwy::SupportedTargets()) == 0)
+    return Status(StatusCode::kUnsupported, std::string("force_isa_for_testing: this CPU cannot run ") +
+                                                hwy::TargetName(bits));
+  hwy::SetSupportedTargetsForTest(bits);
+  return Status::ok();
+}
+
+}  // namespace nnops
+#endif  // HWY_ONCE

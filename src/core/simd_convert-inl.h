@@ -1,0 +1,147 @@
+// Per-target helpers: load float32/float16/bfloat16 storage as float32 vectors and store back with
+// round-to-nearest-even. Include after hwy/highway.h inside a HWY_TARGET_INCLUDE'd file.
+//
+// NB: Highway 1.0.3 (Debian 12) truncates in DemoteTo(bfloat16) on every target, and its float16
+// conversions without F16C (SSSE3, SSE4, EMU128) truncate and mishandle Inf/NaN. We therefore use the
+// hardware conversion only where it is exact (F16C on AVX2/AVX-512) and exact integer sequences
+// elsewhere. simd_convert_test checks all 65536 float16 patterns and a float32 sweep on every target.
+
+// Per-target include guard.
+#if defined(NNOPS_CORE_SIMD_CONVERT_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NNOPS_CORE_SIMD_CONVERT_INL_H_
+#undef NNOPS_CORE_SIMD_CONVERT_INL_H_
+#else
+#define NNOPS_CORE_SIMD_CONVERT_INL_H_
+#endif
+
+#include <cstring>
+
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+#undef NNOPS_NATIVE_F16
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_AVX2 && !defined(HWY_DISABLE_F16C)
+#define NNOPS_NATIVE_F16 1
+#else
+#define NNOPS_NATIVE_F16 0
+#endif
+
+// Upper bound of float32 lanes in one vector of any target (for tail buffers).
+constexpr size_t kMaxF32Lanes = HWY_MAX_BYTES / sizeof(float);
+
+// ---- loads -----------------------------------------------------------------------------------------
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const float* HWY_RESTRICT p) {
+  return hn::LoadU(df, p);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
+#if NNOPS_NATIVE_F16
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  return hn::PromoteTo(df, hn::LoadU(dh, p));
+#else
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto h = hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  // Exact widening: move exponent and mantissa into place and rebias; Inf/NaN get the float32 maximum
+  // exponent, zero/subnormal inputs are renormalised by one float subtraction (exact).
+  const auto o = hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x7FFFu)));
+  const auto exp = hn::And(o, hn::Set(du, 0x0F800000u));
+  const auto normal = hn::Add(o, hn::Set(du, 112u << 23));
+  const auto infnan = hn::Add(normal, hn::Set(du, 112u << 23));
+  const auto sub = hn::BitCast(du, hn::Sub(hn::BitCast(df, hn::Add(normal, hn::Set(du, 1u << 23))),
+                                           hn::BitCast(df, hn::Set(du, 113u << 23))));
+  const auto is_infnan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, exp), hn::Set(di, 0x0F800000)));
+  const auto is_sub = hn::RebindMask(du, hn::Eq(hn::BitCast(di, exp), hn::Zero(di)));
+  auto bits = hn::IfThenElse(is_infnan, infnan, hn::IfThenElse(is_sub, sub, normal));
+  bits = hn::Or(bits, hn::ShiftLeft<16>(hn::And(h, hn::Set(du, 0x8000u))));
+  return hn::BitCast(df, bits);
+#endif
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du;
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)))));
+}
+
+// ---- stores ----------------------------------------------------------------------------------------
+
+template <class DF>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
+  hn::StoreU(v, df, p);
+}
+
+template <class DF>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, hwy::float16_t* HWY_RESTRICT p) {
+(void)df;
+#if NNOPS_NATIVE_F16
+  const hn::Rebind<hwy::float16_t, DF> dh;
+  hn::StoreU(hn::DemoteTo(dh, v), dh, p);
+#else
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto bits = hn::BitCast(du, v);
+  const auto sign = hn::And(bits, hn::Set(du, 0x80000000u));
+  const auto x = hn::Xor(bits, sign);  // |v|, as integer; < 2^31 so signed compares are safe
+  const auto xi = hn::BitCast(di, x);
+  // NaN keeps its top payload bits and becomes quiet; |v| >= 2^16 overflows to Inf.
+  const auto nan = hn::Or(hn::Set(du, 0x7E00u), hn::And(hn::ShiftRight<13>(x), hn::Set(du, 0x3FFu)));
+  const auto big = hn::IfThenElse(hn::RebindMask(du, hn::Gt(xi, hn::Set(di, 0x7F800000))), nan, hn::Set(du, 0x7C00u));
+  // |v| < 2^-14: adding 0.5f rounds to the f16 subnormal spacing 2^-24 with ties-to-even.
+  const auto half = hn::Set(df, 0.5f);
+  const auto sub = hn::Sub(hn::BitCast(du, hn::Add(hn::BitCast(df, x), half)), hn::BitCast(du, half));
+  // Normal range: rebias and round half to even on bit 13.
+  const auto odd = hn::And(hn::ShiftRight<13>(x), hn::Set(du, 1u));
+  const auto norm = hn::ShiftRight<13>(hn::Add(hn::Add(x, hn::Set(du, 0xC8000FFFu)), odd));
+  auto o = hn::IfThenElse(hn::RebindMask(du, hn::Lt(xi, hn::Set(di, 0x38800000))), sub, norm);
+  o = hn::IfThenElse(hn::RebindMask(du, hn::Gt(xi, hn::Set(di, 0x477FFFFF))), big, o);
+  o = hn::Or(o, hn::ShiftRight<16>(sign));
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, o)), du16, reinterpret_cast<uint16_t*>(p));
+#endif
+}
+
+template <class DF>
+HWY_INLINE void StoreF32(DF /*df*/, hn::Vec<DF> v, hwy::bfloat16_t* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::RebindToSigned<DF> di;
+  const auto bits = hn::BitCast(du, v);
+  const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
+  const auto quiet_nan = hn::Or(bits, hn::Set(du, 0x00400000u));
+  const auto o = hn::ShiftRight<16>(hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, rounded));
+  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, o)), du16, reinterpret_cast<uint16_t*>(p));
+}
+
+// ---- partial vectors (tails) -----------------------------------------------------------------------
+// Copy through a zero-filled buffer so that no access goes past the caller's range; padding lanes read
+// as +0.0 in every storage type.
+
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadF32N(DF df, const T* HWY_RESTRICT p, size_t n) {
+  alignas(64) T buf[kMaxF32Lanes] = {};
+  std::memcpy(buf, p, n * sizeof(T));
+  return LoadF32(df, buf);
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreF32N(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p, size_t n) {
+  alignas(64) T buf[kMaxF32Lanes];
+  StoreF32(df, v, buf);
+  std::memcpy(p, buf, n * sizeof(T));
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops
+HWY_AFTER_NAMESPACE();
+
+#endif  // NNOPS_CORE_SIMD_CONVERT_INL_H_

@@ -1,0 +1,154 @@
+// Core: dtype conversions, views, status, thread-count resolution, ISA control.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+
+#include "nnops/nnops.hpp"
+#include "src/core/check.hpp"
+#include "src/core/parallel.hpp"
+#include "tests/test_util.hpp"
+
+namespace nnops {
+namespace {
+
+// Every float16 value widens exactly and narrows back to the same bits (NaNs stay NaN).
+TEST(DType, HalfRoundTripsAllPatterns) {
+  for (uint32_t h = 0; h < 65536; ++h) {
+    const float f = half_bits_to_float(static_cast<uint16_t>(h));
+    if (std::isnan(f)) {
+      EXPECT_TRUE((h & 0x7C00) == 0x7C00 && (h & 0x3FF) != 0) << h;
+      EXPECT_TRUE(std::isnan(half_bits_to_float(float_to_half_bits(f))));
+      continue;
+    }
+    ASSERT_EQ(float_to_half_bits(f), h) << h;
+    // The double path agrees with the float one for representable values.
+    EXPECT_EQ(round_to_dtype(f, DType::kFloat16), static_cast<double>(f));
+  }
+}
+
+TEST(DType, HalfKnownValues) {
+  EXPECT_EQ(half_bits_to_float(0x3C00), 1.0f);
+  EXPECT_EQ(half_bits_to_float(0x7BFF), 65504.0f);
+  EXPECT_EQ(half_bits_to_float(0x0001), std::ldexp(1.0f, -24));
+  EXPECT_EQ(float_to_half_bits(65519.0f), 0x7BFF);   // below the midpoint to 2^16
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);   // midpoint rounds to even = Inf
+  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie to even (down)
+  EXPECT_EQ(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie to even (up)
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);  // half of the smallest subnormal: even
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 subnormal ulps: up to even
+  EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
+  EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::infinity()), 0x7C00);
+}
+
+// Rounding float32 to bfloat16 agrees with the double-precision definition on a broad sweep.
+TEST(DType, BFloat16MatchesDoubleRounding) {
+  std::mt19937_64 rng(7);
+  for (int i = 0; i < 200000; ++i) {
+    uint32_t bits = static_cast<uint32_t>(rng());
+    float f;
+    std::memcpy(&f, &bits, 4);
+    if (std::isnan(f)) continue;
+    const double want = round_to_dtype(f, DType::kBFloat16);
+    EXPECT_EQ(static_cast<double>(bf16_bits_to_float(float_to_bf16_bits(f))), want) << f;
+    const double want16 = round_to_dtype(f, DType::kFloat16);
+    EXPECT_EQ(static_cast<double>(half_bits_to_float(float_to_half_bits(f))), want16) << f;
+  }
+  EXPECT_EQ(float_to_bf16_bits(1.0f), 0x3F80);
+  EXPECT_TRUE(std::isnan(bf16_bits_to_float(float_to_bf16_bits(std::numeric_limits<float>::quiet_NaN()))));
+}
+
+TEST(DType, UlpAndParse) {
+  EXPECT_EQ(ulp_of(1.0, DType::kFloat32), std::ldexp(1.0, -23));
+  EXPECT_EQ(ulp_of(1.5, DType::kFloat16), std::ldexp(1.0, -10));
+  EXPECT_EQ(ulp_of(0.0, DType::kBFloat16), std::ldexp(1.0, -133));
+  EXPECT_EQ(parse_dtype("bf16"), DType::kBFloat16);
+  EXPECT_FALSE(parse_dtype("int8").has_value());
+  EXPECT_STREQ(dtype_name(DType::kFloat16), "float16");
+}
+
+TEST(TensorView, ContiguityAndNumel) {
+  float buf[24];
+  TensorView v(buf, DType::kFloat32, {2, 3, 4});
+  EXPECT_TRUE(v.is_contiguous());
+  EXPECT_EQ(v.numel(), 24);
+  EXPECT_EQ(v.stride(0), 12);
+  EXPECT_EQ(v.shape_string(), "[2, 3, 4]");
+  const int64_t shape[2] = {3, 4}, strides[2] = {1, 3};
+  EXPECT_FALSE(TensorView::strided(buf, DType::kFloat32, shape, strides, 2).is_contiguous());
+  const int64_t huge[3] = {int64_t{1} << 40, int64_t{1} << 40, 4};
+  EXPECT_EQ(TensorView::contiguous(buf, DType::kFloat32, huge, 3).numel(), -1);
+  const int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
+  EXPECT_FALSE(TensorView::contiguous(buf, DType::kFloat32, nine, 9).rank_ok());
+  TensorView scalar(buf, DType::kFloat32, {});
+  EXPECT_EQ(scalar.numel(), 1);
+}
+
+TEST(Check, MessagesNameTheArgument) {
+  const int64_t shape[2] = {3, 4}, strides[2] = {1, 3};
+  float buf[12];
+  int64_t n = 0;
+  Status s = detail::check_tensor("op", "x", TensorView::strided(buf, DType::kFloat32, shape, strides, 2), &n);
+  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
+  EXPECT_NE(s.message().find("op: x has strides [1, 3]"), std::string::npos) << s.message();
+  s = detail::check_tensor("op", "dy", TensorView(nullptr, DType::kFloat32, {2}), &n);
+  EXPECT_EQ(s.code(), StatusCode::kNullPointer);
+  EXPECT_NE(s.message().find("dy"), std::string::npos);
+  EXPECT_TRUE(detail::check_tensor("op", "e", TensorView(nullptr, DType::kFloat32, {0, 5}), &n).is_ok());
+  EXPECT_EQ(n, 0);
+}
+
+TEST(Check, Overlap) {
+  float buf[16];
+  TensorView a(buf, DType::kFloat32, {8}), b(buf + 7, DType::kFloat32, {8}), c(buf + 8, DType::kFloat32, {8});
+  EXPECT_TRUE(detail::overlaps(a, b));
+  EXPECT_FALSE(detail::overlaps(a, c));
+  EXPECT_FALSE(detail::overlaps(a, TensorView(buf, DType::kFloat32, {0})));
+}
+
+TEST(Context, ThreadResolution) {
+  EXPECT_EQ(resolve_num_threads(Context{3}), 3);
+  setenv("NNOPS_NUM_THREADS", "5", 1);
+  EXPECT_EQ(resolve_num_threads(Context{}), 5);
+  setenv("NNOPS_NUM_THREADS", "junk", 1);
+  EXPECT_GE(resolve_num_threads(Context{}), 1);
+  unsetenv("NNOPS_NUM_THREADS");
+}
+
+TEST(Parallel, SplitRangeCoversExactlyOnce) {
+  for (int64_t total : {0, 1, 7, 100}) {
+    for (int parts : {1, 2, 3, 8}) {
+      int64_t next = 0;
+      for (int p = 0; p < parts; ++p) {
+        auto [b, e] = detail::split_range(total, parts, p);
+        EXPECT_EQ(b, next);
+        EXPECT_GE(e, b);
+        next = e;
+      }
+      EXPECT_EQ(next, total);
+    }
+  }
+}
+
+TEST(Isa, ForceAndCap) {
+  const auto isas = testing::runnable_isas();
+  ASSERT_FALSE(isas.empty());
+  for (const CpuIsa& isa : isas) {
+    ASSERT_TRUE(force_isa_for_testing(isa.bits).is_ok());
+    EXPECT_EQ(current_isa(), isa.name);
+  }
+  ASSERT_TRUE(force_isa_for_testing(0).is_ok());
+  EXPECT_EQ(current_isa(), isas.front().name);
+  // Capping at the worst runnable target dispatches to it; lifting the cap restores the best.
+  ASSERT_TRUE(set_max_isa(isas.back().name).is_ok());
+  EXPECT_EQ(current_isa(), isas.back().name);
+  ASSERT_TRUE(set_max_isa("native").is_ok());
+  EXPECT_EQ(current_isa(), isas.front().name);
+  Status bad = set_max_isa("avx9000");
+  EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("avx9000"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace nnops

@@ -1,0 +1,32 @@
+// Shared test helpers: run a body on every SIMD target the CPU supports, random data, sentinels.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nnops/isa.hpp"
+#include "src/core/host_buffer.hpp"
+
+namespace nnops::testing {
+
+using detail::HostBuffer;
+
+/// Names of the compiled targets this CPU can run, best first.
+std::vector<CpuIsa> runnable_isas();
+
+/// Runs body once per runnable target, with dispatch forced to it (SCOPED_TRACE names the target), and
+/// restores normal dispatch afterwards.
+void for_each_isa(const std::function<void(const std::string& isa)>& body);
+
+/// Fills b with values x * 10^e, x uniform in [-1, 1), e uniform in [lo_exp, hi_exp], rounded to dtype.
+void fill_random(HostBuffer& b, std::mt19937_64& rng, double lo_exp = 0, double hi_exp = 0);
+
+/// Fills every byte with 0xA5 (a NaN-free pattern in all three dtypes) to detect unintended writes.
+void fill_sentinel(HostBuffer& b);
+
+}  // namespace nnops::testing
