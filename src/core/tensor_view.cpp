@@ -44,6 +44,10 @@ int64_t TensorView::numel() const noexcept {
 
 bool TensorView::is_contiguous() const noexcept {
   if (!rank_ok()) return false;
+  for (int i = 0; i < rank_; ++i) {
+    if (shape_[i] < 0) return false;
+    if (shape_[i] == 0) return true;  // no element is addressed: any strides describe it (as in PyTorch)
+  }
   int64_t expected = 1;
   for (int i = rank_ - 1; i >= 0; --i) {
     if (shape_[i] < 0) return false;

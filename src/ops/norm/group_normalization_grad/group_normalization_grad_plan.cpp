@@ -1,0 +1,35 @@
+// Work split for GroupNormalizationGrad (ops-nn "tiling"): a pure function of shape and thread count.
+#include <algorithm>
+
+#include "src/ops/norm/group_normalization_grad/group_normalization_grad_impl.hpp"
+
+namespace nnops::gn_grad {
+
+// Below this many elements a call runs on one thread: starting a parallel region costs more than the
+// work (a few microseconds against ~1 ns per element).
+constexpr int64_t kMinParallelElements = 1 << 15;
+
+Plan make_plan(const Args& a, const Context& ctx) {
+  Plan p;
+  p.groups = a.groups();
+  p.m = a.m;
+  p.blocks_per_group = a.m == 0 ? 0 : (a.m + kBlock - 1) / kBlock;
+  const int64_t total = a.numel();
+  int threads = resolve_num_threads(ctx);
+  if (total < kMinParallelElements) threads = 1;
+  p.num_threads = threads;
+  // Whole groups per thread balance well once there are several groups per thread (or a group is a
+  // single block and cannot be shared). Otherwise threads share groups by block ranges. Both modes
+  // add the same block partial sums in the same order, so the choice never changes a bit of dx.
+  p.split_groups = threads > 1 && p.blocks_per_group > 1 && p.groups < 4 * static_cast<int64_t>(threads);
+  if (p.split_groups) {
+    threads = static_cast<int>(std::min<int64_t>(threads, p.groups * p.blocks_per_group));
+    p.num_threads = threads;
+    p.workspace_bytes = static_cast<uint64_t>(p.groups * p.blocks_per_group) * 2 * sizeof(double);
+  } else {
+    p.num_threads = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(p.groups, 1)));
+  }
+  return p;
+}
+
+}  // namespace nnops::gn_grad

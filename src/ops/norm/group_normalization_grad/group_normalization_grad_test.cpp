@@ -1,0 +1,307 @@
+// GroupNormalizationGrad: accuracy against the float64 reference on every SIMD target, validation,
+// in-place, empty tensors, plan, and bitwise determinism across thread counts.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "nnops/nnops.hpp"
+#include "src/ops/norm/group_normalization_grad/group_normalization_grad_impl.hpp"
+#include "tests/test_util.hpp"
+
+namespace nnops {
+namespace {
+
+using detail::HostBuffer;
+using testing::fill_random;
+
+const DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+// Realistic operands: x with a per-group offset, mean/rstd matching x's statistics (so xhat is O(1) as
+// in training), dy and gamma over a sweep of magnitudes 10^lo .. 10^hi.
+struct Problem {
+  HostBuffer x, dy, gamma, mean, rstd;
+  Problem(DType t, DType stat_t, std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1)
+      : x(t, shape), dy(t, shape), gamma(t, shape), mean(stat_t, {shape[0], shape[1]}),
+        rstd(stat_t, {shape[0], shape[1]}) {
+    std::mt19937_64 rng(seed);
+    const int64_t groups = shape[0] * shape[1], m = groups ? x.numel() / groups : 0;
+    std::uniform_real_distribution<double> off(-3, 3), sd(0.01, 10);
+    for (int64_t grp = 0; grp < groups; ++grp) {
+      const double mu = off(rng), sigma = sd(rng);
+      std::normal_distribution<double> nd(mu, sigma);
+      for (int64_t i = 0; i < m; ++i) x.set(grp * m + i, nd(rng));
+      mean.set(grp, mu);
+      rstd.set(grp, 1.0 / sigma);
+    }
+    fill_random(dy, rng, lo, hi);
+    fill_random(gamma, rng, -1, 1);
+  }
+  TensorView v(const HostBuffer& b) const { return b.view(); }
+};
+
+// Float64 reference and per-element bound for every element.
+struct Expected {
+  std::vector<double> ref, bound;
+};
+Expected expected(const Problem& p) {
+  Expected e;
+  const int64_t groups = p.mean.numel(), n = p.x.numel(), m = groups ? n / groups : 0;
+  e.ref.resize(n);
+  e.bound.resize(n);
+  std::vector<double> xs(m), dys(m), gs(m), scale(m);
+  for (int64_t grp = 0; grp < groups; ++grp) {
+    for (int64_t i = 0; i < m; ++i) {
+      xs[i] = p.x.get(grp * m + i);
+      dys[i] = p.dy.get(grp * m + i);
+      gs[i] = p.gamma.get(grp * m + i);
+    }
+    gn_grad::reference_group(xs.data(), dys.data(), gs.data(), p.mean.get(grp), p.rstd.get(grp), m,
+                             e.ref.data() + grp * m, scale.data());
+    // SPEC.md 4: one ulp of T for the final rounding of dx to T, plus c * u32 * scale for the float32
+    // arithmetic, where scale is the size of the terms of the formula (cancellation in the
+    // subtraction is paid for by the terms, not by the result). c = gn_grad::kBoundC, derived in
+    // group_normalization_grad_impl.hpp.
+    for (int64_t i = 0; i < m; ++i)
+      e.bound[grp * m + i] = ulp_of(e.ref[grp * m + i], p.x.dtype()) + gn_grad::kBoundC * std::ldexp(1.0, -24) * scale[i];
+  }
+  return e;
+}
+
+// Largest error/bound ratio; fails the test on any element outside its bound.
+double expect_within_bound(const HostBuffer& dx, const Expected& e) {
+  double worst = 0;
+  int64_t bad = 0;
+  for (int64_t i = 0; i < dx.numel(); ++i) {
+    const double err = std::fabs(dx.get(i) - e.ref[i]);
+    if (!(err <= e.bound[i])) {
+      if (++bad <= 3) ADD_FAILURE() << "element " << i << ": dx=" << dx.get(i) << " ref=" << e.ref[i] << " bound=" << e.bound[i];
+    }
+    if (e.bound[i] > 0) worst = std::max(worst, err / e.bound[i]);
+  }
+  EXPECT_EQ(bad, 0);
+  return worst;
+}
+
+Status run(const Problem& p, const HostBuffer& dx, int threads = 0) {
+  return group_normalization_grad(p.x.view(), p.dy.view(), p.gamma.view(), p.mean.view(), p.rstd.view(), dx.view(),
+                                  Context{threads});
+}
+
+// Every vector-tail case (M around multiples of 4, 8, 16 lanes), one-element groups, block-boundary
+// groups (M > kBlock), and 1, 3 or 64 groups; ranks 3 and 5; stats in T and in float32.
+TEST(GroupNormGrad, MatchesReferenceEverySizeDtypeAndTarget) {
+  struct Case {
+    std::vector<int64_t> shape;
+  };
+  std::vector<std::vector<int64_t>> shapes;
+  for (int64_t m : {1, 2, 7, 15, 16, 17, 1000, 4097})
+    for (auto ng : {std::pair<int64_t, int64_t>{1, 1}, {1, 3}, {8, 8}}) shapes.push_back({ng.first, ng.second, m});
+  shapes.push_back({2, 4, 3, 5, 7});     // rank 5, M = 105
+  shapes.push_back({1, 2, 8, 16, 17});   // rank 5, M = 2176 (crosses a block)
+  shapes.push_back({1, 1, 1 << 20});     // 2^20 elements in one group
+  shapes.push_back({1, 3, 1 << 20});
+  uint64_t seed = 1;
+  double worst = 0;
+  for (DType t : kDTypes) {
+    for (const auto& shape : shapes) {
+      const DType stat_t = (seed % 2) ? t : DType::kFloat32;
+      Problem p(t, stat_t, shape, seed++);
+      const Expected e = expected(p);
+      SCOPED_TRACE(std::string(dtype_name(t)) + " " + p.x.view().shape_string());
+      testing::for_each_isa([&](const std::string&) {
+        HostBuffer dx(t, shape);
+        ASSERT_TRUE(run(p, dx).is_ok());
+        worst = std::max(worst, expect_within_bound(dx, e));
+      });
+    }
+  }
+  // The bound should be neither loose nor tight by orders of magnitude: the observed worst ratio is
+  // recorded for the test log.
+  RecordProperty("worst_error_to_bound", std::to_string(worst));
+  std::printf("worst error/bound ratio: %.3g\n", worst);
+}
+
+// dy over eleven decades, gamma signs mixed: large cancellation in M*dy - s1 - xhat*s2.
+TEST(GroupNormGrad, MagnitudeSweep) {
+  for (DType t : kDTypes) {
+    const double span = t == DType::kFloat16 ? 2 : 5;  // keep float16 data and results finite
+    Problem p(t, DType::kFloat32, {2, 3, 777}, 99, -span, span);
+    const Expected e = expected(p);
+    double worst = 0;
+    testing::for_each_isa([&](const std::string&) {
+      HostBuffer dx(t, {2, 3, 777});
+      ASSERT_TRUE(run(p, dx).is_ok());
+      worst = std::max(worst, expect_within_bound(dx, e));
+    });
+    std::printf("%s worst error/bound ratio: %.3g\n", dtype_name(t), worst);
+  }
+}
+
+// dx written into dy's buffer gives the same bits as a separate output.
+TEST(GroupNormGrad, InPlaceOnDy) {
+  for (DType t : kDTypes) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{2, 3, 1001}, {1, 1, 300000}}) {
+      Problem p(t, t, shape, 5);
+      HostBuffer dx(t, shape);
+      ASSERT_TRUE(run(p, dx).is_ok());
+      for (int threads : {1, 2}) {
+        HostBuffer dy = p.dy.clone();
+        ASSERT_TRUE(group_normalization_grad(p.x.view(), dy.view(), p.gamma.view(), p.mean.view(), p.rstd.view(),
+                                             dy.view(), Context{threads})
+                        .is_ok());
+        EXPECT_TRUE(dy.same_bytes(dx)) << dtype_name(t) << " threads=" << threads;
+      }
+    }
+  }
+}
+
+// Bitwise identical dx for 1, 2, 3 and 8 threads, in both the whole-group and the shared-group mode.
+TEST(GroupNormGrad, DeterministicAcrossThreadCounts) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{1, 1, 1 << 20}, {1, 3, 100003}, {4, 8, 4099}, {3, 2, 7, 1000}}) {
+    for (DType t : kDTypes) {
+      Problem p(t, DType::kFloat32, shape, 11);
+      HostBuffer first(t, shape);
+      ASSERT_TRUE(run(p, first, 1).is_ok());
+      for (int threads : {2, 3, 8}) {
+        HostBuffer dx(t, shape);
+        ASSERT_TRUE(run(p, dx, threads).is_ok());
+        EXPECT_TRUE(dx.same_bytes(first)) << dtype_name(t) << " " << p.x.view().shape_string() << " threads=" << threads;
+      }
+    }
+  }
+}
+
+// Pins the work split (the tiling) for representative shapes.
+TEST(GroupNormGrad, PlanIsPinned) {
+  gn_grad::Args a;
+  a.n = 2, a.g = 4, a.m = int64_t{1} << 22;
+  gn_grad::Plan p = gn_grad::make_plan(a, Context{2});
+  EXPECT_EQ(p.groups, 8);
+  EXPECT_EQ(p.blocks_per_group, 2048);
+  EXPECT_FALSE(p.split_groups);  // 8 groups >= 4 per thread
+  EXPECT_EQ(p.num_threads, 2);
+  EXPECT_EQ(p.workspace_bytes, 0u);
+  a.n = 1, a.g = 2, a.m = 1 << 20;
+  p = gn_grad::make_plan(a, Context{4});
+  EXPECT_TRUE(p.split_groups);
+  EXPECT_EQ(p.workspace_bytes, 2u * 512 * 2 * sizeof(double));
+  a.m = 100;  // tiny: one thread, no workspace
+  p = gn_grad::make_plan(a, Context{8});
+  EXPECT_EQ(p.num_threads, 1);
+  EXPECT_FALSE(p.split_groups);
+  a.n = 64, a.g = 1000, a.m = 1;  // M = 1: whole groups
+  p = gn_grad::make_plan(a, Context{2});
+  EXPECT_FALSE(p.split_groups);
+  EXPECT_EQ(p.blocks_per_group, 1);
+}
+
+TEST(GroupNormGrad, EmptyTensorsSucceedWithoutWriting) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{0, 4, 8}, {2, 0, 8}, {2, 4, 0}, {2, 4, 3, 0}}) {
+    Problem p(DType::kFloat32, DType::kFloat32, shape, 3);
+    HostBuffer dx(DType::kFloat32, shape);
+    EXPECT_TRUE(run(p, dx).is_ok()) << p.x.view().shape_string();
+  }
+  // Null data is fine when there is nothing to read.
+  TensorView e(nullptr, DType::kFloat32, {2, 4, 0}), s(nullptr, DType::kFloat32, {2, 4});
+  float stats[8] = {};
+  TensorView st(stats, DType::kFloat32, {2, 4});
+  EXPECT_TRUE(group_normalization_grad(e, e, e, st, st, e).is_ok());
+  (void)s;
+}
+
+// Each invalid argument: the right code, a message naming the argument, and dx untouched.
+TEST(GroupNormGrad, ValidationErrorsLeaveDxUntouched) {
+  const DType f32 = DType::kFloat32;
+  Problem p(f32, f32, {2, 4, 16}, 7);
+  HostBuffer dx(f32, {2, 4, 16});
+  HostBuffer half(DType::kFloat16, {2, 4, 16}), bf_stats(DType::kBFloat16, {2, 4}), f16_stats(DType::kFloat16, {2, 4});
+  HostBuffer wrong_shape(f32, {2, 4, 15}), stats_bad(f32, {2, 3}), stats_rank3(f32, {2, 4, 1}), rank2(f32, {2, 4});
+  std::vector<float> big(2 * 4 * 16 * 2);
+  const int64_t sh[3] = {2, 4, 16}, st[3] = {64, 16, 1}, bad_st[3] = {1, 2, 8};
+  TensorView X = p.x.view(), DY = p.dy.view(), G = p.gamma.view(), M = p.mean.view(), R = p.rstd.view(), DX = dx.view();
+  const TensorView strided = TensorView::strided(big.data(), f32, sh, bad_st, 3);
+  (void)st;
+  struct Bad {
+    const char* what;
+    TensorView x, dy, gamma, mean, rstd, dx;
+    StatusCode code;
+    const char* needle;
+  };
+  const TensorView null_x(nullptr, f32, {2, 4, 16});
+  const std::vector<Bad> cases = {
+      {"null x", null_x, DY, G, M, R, DX, StatusCode::kNullPointer, "x has a null data pointer"},
+      {"null dy", X, TensorView(nullptr, f32, {2, 4, 16}), G, M, R, DX, StatusCode::kNullPointer, "dy"},
+      {"null gamma", X, DY, TensorView(nullptr, f32, {2, 4, 16}), M, R, DX, StatusCode::kNullPointer, "gamma"},
+      {"null mean", X, DY, G, TensorView(nullptr, f32, {2, 4}), R, DX, StatusCode::kNullPointer, "mean"},
+      {"null rstd", X, DY, G, M, TensorView(nullptr, f32, {2, 4}), DX, StatusCode::kNullPointer, "rstd"},
+      {"dtype dy", X, half.view(), G, M, R, DX, StatusCode::kInvalidArgument, "dy has dtype float16; expected float32"},
+      {"dtype gamma", X, DY, half.view(), M, R, DX, StatusCode::kInvalidArgument, "gamma has dtype float16"},
+      {"dtype mean", X, DY, G, bf_stats.view(), R, DX, StatusCode::kInvalidArgument, "mean has dtype bfloat16"},
+      {"dtype rstd", X, DY, G, M, f16_stats.view(), DX, StatusCode::kInvalidArgument, "rstd has dtype float16"},
+      {"rank x", rank2.view(), rank2.view(), rank2.view(), M, R, rank2.view(), StatusCode::kInvalidArgument,
+       "x has shape [2, 4] (rank 2); expected rank >= 3"},
+      {"shape dy", X, wrong_shape.view(), G, M, R, DX, StatusCode::kInvalidArgument,
+       "dy has shape [2, 4, 15]; expected the shape of x [2, 4, 16]"},
+      {"shape gamma", X, DY, wrong_shape.view(), M, R, DX, StatusCode::kInvalidArgument, "gamma has shape"},
+      {"shape mean", X, DY, G, stats_bad.view(), R, DX, StatusCode::kInvalidArgument,
+       "mean has shape [2, 3]; expected [N, G] = [2, 4]"},
+      {"rank mean", X, DY, G, stats_rank3.view(), R, DX, StatusCode::kInvalidArgument, "mean has shape [2, 4, 1]"},
+      {"shape rstd", X, DY, G, M, stats_bad.view(), DX, StatusCode::kInvalidArgument, "rstd has shape [2, 3]"},
+      {"strided gamma", X, DY, strided, M, R, DX, StatusCode::kUnsupported, "gamma has strides [1, 2, 8]"},
+      {"dx is x", X, DY, G, M, R, X, StatusCode::kInvalidArgument, "dx and x overlap"},
+      {"dx is gamma", X, DY, G, M, R, G, StatusCode::kInvalidArgument, "dx and gamma overlap"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.what);
+    testing::fill_sentinel(dx);
+    const HostBuffer before = dx.clone();
+    const HostBuffer x_before = p.x.clone(), g_before = p.gamma.clone();
+    Status s = group_normalization_grad(c.x, c.dy, c.gamma, c.mean, c.rstd, c.dx);
+    EXPECT_EQ(s.code(), c.code) << s.message();
+    EXPECT_EQ(s.message().rfind("group_normalization_grad: ", 0), 0u) << s.message();
+    EXPECT_NE(s.message().find(c.needle), std::string::npos) << s.message();
+    EXPECT_TRUE(dx.same_bytes(before));
+    EXPECT_TRUE(p.x.same_bytes(x_before));
+    EXPECT_TRUE(p.gamma.same_bytes(g_before));
+  }
+}
+
+// dx overlapping dy without being exactly dy, or overlapping mean: rejected, nothing written.
+TEST(GroupNormGrad, PartialOverlapRejected) {
+  const DType f32 = DType::kFloat32;
+  Problem p(f32, f32, {2, 4, 16}, 8);
+  std::vector<float> shared(2 * 4 * 16 + 8);
+  for (size_t i = 0; i < shared.size(); ++i) shared[i] = static_cast<float>(i);
+  const std::vector<float> before = shared;
+  TensorView dy(shared.data(), f32, {2, 4, 16}), dx(shared.data() + 8, f32, {2, 4, 16});
+  Status s = group_normalization_grad(p.x.view(), dy, p.gamma.view(), p.mean.view(), p.rstd.view(), dx);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("dx and dy overlap"), std::string::npos) << s.message();
+  EXPECT_EQ(shared, before);
+  std::vector<float> buf(2 * 4 * 16 + 8);
+  TensorView dx2(buf.data(), f32, {2, 4, 16}), mean2(buf.data() + 100, f32, {2, 4});
+  s = group_normalization_grad(p.x.view(), p.dy.view(), p.gamma.view(), mean2, p.rstd.view(), dx2);
+  EXPECT_NE(s.message().find("dx and mean overlap"), std::string::npos) << s.message();
+}
+
+TEST(GroupNormGrad, OverflowingShapeRejected) {
+  float buf[8] = {};
+  const int64_t big = int64_t{1} << 40;
+  TensorView x = TensorView(buf, DType::kFloat32, {big, big, 4});
+  TensorView st(buf, DType::kFloat32, {big, big});
+  Status s = group_normalization_grad(x, x, x, st, st, x);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("x has shape"), std::string::npos) << s.message();
+  // M alone overflowing while N = 0.
+  TensorView z(buf, DType::kFloat32, {0, 4, big, big});
+  TensorView zs(buf, DType::kFloat32, {0, 4});
+  s = group_normalization_grad(z, z, z, zs, zs, z);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+}
+
+}  // namespace
+}  // namespace nnops
