@@ -1,0 +1,32 @@
+// Helpers shared by the nnops subcommands: timing, fast random fills, table printing.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "src/core/host_buffer.hpp"
+
+namespace nnops::cli {
+
+using detail::HostBuffer;
+
+/// Seconds since an arbitrary epoch (steady clock).
+inline double now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Fills b with uniform values in [lo, hi), rounded to b's dtype; deterministic for a seed, parallel.
+void fill_uniform(HostBuffer& b, uint64_t seed, float lo, float hi);
+
+/// "[8, 32, 16, 64, 64]".
+std::string shape_string(const std::vector<int64_t>& shape);
+
+/// Median of the samples (sorted copy).
+double median(std::vector<double> v);
+
+/// Pretty number of seconds: "12.3 ms", "456 us".
+std::string format_time(double seconds);
+
+}  // namespace nnops::cli

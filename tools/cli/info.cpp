@@ -1,0 +1,52 @@
+// `nnops info`: what the program sees of the machine and the build.
+#include "tools/cli/info.hpp"
+
+#include <omp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+
+#include "nnops/nnops.hpp"
+
+namespace nnops::cli {
+namespace {
+
+std::string read_line(const std::string& path) {
+  std::ifstream f(path);
+  std::string s;
+  std::getline(f, s);
+  return s;
+}
+
+}  // namespace
+
+int run_info() {
+  std::printf("nnops %s\n", version());
+#ifdef NNOPS_BUILD_TYPE
+  std::printf("build type:     %s\n", NNOPS_BUILD_TYPE);
+#endif
+  std::printf("SIMD targets:   ");
+  for (const CpuIsa& isa : compiled_isas()) std::printf("%s%s ", isa.name.c_str(), isa.supported ? "" : "(unsupported)");
+  std::printf("\nselected:       %s\n", current_isa().c_str());
+  if (const char* cap = std::getenv("NNOPS_MAX_CPU_ISA")) {
+    Status s = set_max_isa(cap);
+    std::printf("NNOPS_MAX_CPU_ISA=%s%s%s\n", cap, s ? "" : "  (ignored: ", s ? "" : (s.message() + ")").c_str());
+  }
+  std::printf("threads:        %d (NNOPS_NUM_THREADS, else OpenMP default)\n", resolve_num_threads(Context{}));
+  std::printf("cores online:   %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+  for (int i = 0; i < 8; ++i) {
+    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    const std::string level = read_line(base + "level");
+    if (level.empty()) break;
+    const std::string type = read_line(base + "type"), size = read_line(base + "size");
+    if (type == "Instruction") continue;
+    std::printf("L%s cache:       %s (shared by cpus %s)\n", level.c_str(), size.c_str(),
+                read_line(base + "shared_cpu_list").c_str());
+  }
+  return 0;
+}
+
+}  // namespace nnops::cli
