@@ -1,5 +1,5 @@
-#include <nnops/nnops.hpp>
 #include <cstdio>
+#include <nnops/nnops.hpp>
 #include <vector>
 
 int main() {

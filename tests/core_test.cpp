@@ -32,12 +32,12 @@ TEST(DType, HalfKnownValues) {
   EXPECT_EQ(half_bits_to_float(0x3C00), 1.0f);
   EXPECT_EQ(half_bits_to_float(0x7BFF), 65504.0f);
   EXPECT_EQ(half_bits_to_float(0x0001), std::ldexp(1.0f, -24));
-  EXPECT_EQ(float_to_half_bits(65519.0f), 0x7BFF);   // below the midpoint to 2^16
-  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);   // midpoint rounds to even = Inf
-  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);  // tie to even (down)
+  EXPECT_EQ(float_to_half_bits(65519.0f), 0x7BFF);                          // below the midpoint to 2^16
+  EXPECT_EQ(float_to_half_bits(65520.0f), 0x7C00);                          // midpoint rounds to even = Inf
+  EXPECT_EQ(float_to_half_bits(1.0f + std::ldexp(1.0f, -11)), 0x3C00);      // tie to even (down)
   EXPECT_EQ(float_to_half_bits(1.0f + 3 * std::ldexp(1.0f, -11)), 0x3C02);  // tie to even (up)
-  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);  // half of the smallest subnormal: even
-  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 subnormal ulps: up to even
+  EXPECT_EQ(float_to_half_bits(std::ldexp(1.0f, -25)), 0x0000);             // half of the smallest subnormal: even
+  EXPECT_EQ(float_to_half_bits(std::ldexp(3.0f, -25)), 0x0002);             // 1.5 subnormal ulps: up to even
   EXPECT_EQ(float_to_half_bits(-0.0f), 0x8000);
   EXPECT_EQ(float_to_half_bits(std::numeric_limits<float>::infinity()), 0x7C00);
 }

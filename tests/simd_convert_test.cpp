@@ -93,8 +93,8 @@ TEST(SimdConvert, NarrowingMatchesScalarEveryTarget) {
     std::memcpy(&f, &bits, 4);
     in.push_back(f);
   }
-  for (float f : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98023224e-8f, 5.96046448e-8f,
-                  1.0009765625f, 1.00048828125f, 3.3895314e38f, -3.4028235e38f, INFINITY, -INFINITY, NAN})
+  for (float f : {0.0f, -0.0f, 65504.0f, 65519.99f, 65520.0f, 1e-8f, 2.98023224e-8f, 5.96046448e-8f, 1.0009765625f,
+                  1.00048828125f, 3.3895314e38f, -3.4028235e38f, INFINITY, -INFINITY, NAN})
     in.push_back(f);
   std::vector<uint16_t> out(in.size());
   testing::for_each_isa([&](const std::string&) {

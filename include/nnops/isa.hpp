@@ -14,9 +14,9 @@ namespace nnops {
 
 /// One SIMD target compiled into this build.
 struct CpuIsa {
-  std::string name;   ///< Lower-case Highway name: "avx3", "avx2", "sse4", "ssse3", "emu128", "neon", ...
-  long long bits;     ///< Highway's target bit (internal, stable within a build).
-  bool supported;     ///< The running CPU can execute it.
+  std::string name;  ///< Lower-case Highway name: "avx3", "avx2", "sse4", "ssse3", "emu128", "neon", ...
+  long long bits;    ///< Highway's target bit (internal, stable within a build).
+  bool supported;    ///< The running CPU can execute it.
 };
 
 /// Every target compiled in, best first.

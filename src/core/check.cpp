@@ -11,8 +11,8 @@ Status invalid_arg(const char* op, const std::string& what) {
 Status check_tensor(const char* op, const char* name, const TensorView& t, int64_t* numel) {
   const std::string n(name);
   if (!t.rank_ok()) {
-    return invalid_arg(op, n + " has rank " + std::to_string(t.rank()) + "; expected at most " +
-                               std::to_string(kMaxRank));
+    return invalid_arg(op,
+                       n + " has rank " + std::to_string(t.rank()) + "; expected at most " + std::to_string(kMaxRank));
   }
   for (int i = 0; i < t.rank(); ++i) {
     if (t.dim(i) < 0) {
@@ -32,8 +32,8 @@ Status check_tensor(const char* op, const char* name, const TensorView& t, int64
                                                 "; only contiguous (dense row-major) tensors are supported");
   }
   if (count > 0 && t.data() == nullptr) {
-    return Status(StatusCode::kNullPointer, std::string(op) + ": " + n + " has a null data pointer and shape " +
-                                                t.shape_string());
+    return Status(StatusCode::kNullPointer,
+                  std::string(op) + ": " + n + " has a null data pointer and shape " + t.shape_string());
   }
   // The last byte must be addressable without wrapping around the address space.
   if (count > 0 && reinterpret_cast<uintptr_t>(t.data()) > UINTPTR_MAX - static_cast<uintptr_t>(bytes)) {
@@ -45,8 +45,8 @@ Status check_tensor(const char* op, const char* name, const TensorView& t, int64
 
 Status check_dtype(const char* op, const char* name, const TensorView& t, DType want, const char* want_why) {
   if (t.dtype() == want) return Status::ok();
-  return invalid_arg(op, std::string(name) + " has dtype " + dtype_name(t.dtype()) + "; expected " +
-                             dtype_name(want) + " " + want_why);
+  return invalid_arg(op, std::string(name) + " has dtype " + dtype_name(t.dtype()) + "; expected " + dtype_name(want) +
+                             " " + want_why);
 }
 
 Status check_same_shape(const char* op, const char* name, const TensorView& t, const char* ref_name,
@@ -54,8 +54,8 @@ Status check_same_shape(const char* op, const char* name, const TensorView& t, c
   bool same = t.rank() == ref.rank();
   for (int i = 0; same && i < t.rank(); ++i) same = t.dim(i) == ref.dim(i);
   if (same) return Status::ok();
-  return invalid_arg(op, std::string(name) + " has shape " + t.shape_string() + "; expected the shape of " +
-                             ref_name + " " + ref.shape_string());
+  return invalid_arg(op, std::string(name) + " has shape " + t.shape_string() + "; expected the shape of " + ref_name +
+                             " " + ref.shape_string());
 }
 
 bool overlaps(const TensorView& a, const TensorView& b) {

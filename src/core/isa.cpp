@@ -94,8 +94,8 @@ Status force_isa_for_testing(long long bits) {
   if ((bits & HWY_TARGETS) == 0 || (bits & (bits - 1)) != 0)
     return Status(StatusCode::kInvalidArgument, "force_isa_for_testing: not a single compiled target");
   if ((bits & hwy::SupportedTargets()) == 0)
-    return Status(StatusCode::kUnsupported, std::string("force_isa_for_testing: this CPU cannot run ") +
-                                                hwy::TargetName(bits));
+    return Status(StatusCode::kUnsupported,
+                  std::string("force_isa_for_testing: this CPU cannot run ") + hwy::TargetName(bits));
   hwy::SetSupportedTargetsForTest(bits);
   return Status::ok();
 }

@@ -56,8 +56,8 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
   const auto exp = hn::And(o, hn::Set(du, 0x0F800000u));
   const auto normal = hn::Add(o, hn::Set(du, 112u << 23));
   const auto infnan = hn::Add(normal, hn::Set(du, 112u << 23));
-  const auto sub = hn::BitCast(du, hn::Sub(hn::BitCast(df, hn::Add(normal, hn::Set(du, 1u << 23))),
-                                           hn::BitCast(df, hn::Set(du, 113u << 23))));
+  const auto sub = hn::BitCast(
+      du, hn::Sub(hn::BitCast(df, hn::Add(normal, hn::Set(du, 1u << 23))), hn::BitCast(df, hn::Set(du, 113u << 23))));
   const auto is_infnan = hn::RebindMask(du, hn::Eq(hn::BitCast(di, exp), hn::Set(di, 0x0F800000)));
   const auto is_sub = hn::RebindMask(du, hn::Eq(hn::BitCast(di, exp), hn::Zero(di)));
   auto bits = hn::IfThenElse(is_infnan, infnan, hn::IfThenElse(is_sub, sub, normal));
@@ -80,14 +80,15 @@ HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
   hn::StoreU(v, df, p);
 }
 
+// float32 -> storage bits of a half type, round-to-nearest-even.
 template <class DF>
-HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, hwy::float16_t* HWY_RESTRICT p) {
-(void)df;
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToStorageBits(DF df, hn::Vec<DF> v, const hwy::float16_t*) {
+  const hn::Rebind<uint16_t, DF> du16;
 #if NNOPS_NATIVE_F16
   const hn::Rebind<hwy::float16_t, DF> dh;
-  hn::StoreU(hn::DemoteTo(dh, v), dh, p);
+  (void)df;
+  return hn::BitCast(du16, hn::DemoteTo(dh, v));
 #else
-  const hn::Rebind<uint16_t, DF> du16;
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
   const auto bits = hn::BitCast(du, v);
@@ -106,12 +107,12 @@ HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, hwy::float16_t* HWY_RESTRICT p) {
   auto o = hn::IfThenElse(hn::RebindMask(du, hn::Lt(xi, hn::Set(di, 0x38800000))), sub, norm);
   o = hn::IfThenElse(hn::RebindMask(du, hn::Gt(xi, hn::Set(di, 0x477FFFFF))), big, o);
   o = hn::Or(o, hn::ShiftRight<16>(sign));
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, o)), du16, reinterpret_cast<uint16_t*>(p));
+  return hn::DemoteTo(du16, hn::BitCast(di, o));
 #endif
 }
 
 template <class DF>
-HWY_INLINE void StoreF32(DF /*df*/, hn::Vec<DF> v, hwy::bfloat16_t* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToStorageBits(DF /*df*/, hn::Vec<DF> v, const hwy::bfloat16_t*) {
   const hn::Rebind<uint16_t, DF> du16;
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
@@ -119,7 +120,34 @@ HWY_INLINE void StoreF32(DF /*df*/, hn::Vec<DF> v, hwy::bfloat16_t* HWY_RESTRICT
   const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
   const auto quiet_nan = hn::Or(bits, hn::Set(du, 0x00400000u));
   const auto o = hn::ShiftRight<16>(hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, rounded));
-  hn::StoreU(hn::DemoteTo(du16, hn::BitCast(di, o)), du16, reinterpret_cast<uint16_t*>(p));
+  return hn::DemoteTo(du16, hn::BitCast(di, o));
+}
+
+template <class DF, typename T>
+HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  hn::StoreU(ToStorageBits(df, v, p), du16, reinterpret_cast<uint16_t*>(p));
+}
+
+// Non-temporal store (bypasses the caches: for outputs far larger than the last-level cache, it saves
+// the read-for-ownership of every destination line). `p` must be aligned to kStreamAlign bytes. Where
+// the target's half-type vector is narrower than 16 bytes (SSE4 and older with 4 float lanes), Highway's
+// Stream would write 16 bytes, so those fall back to an ordinary store.
+constexpr size_t kStreamAlign = 64;
+
+template <class DF>
+HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
+  hn::Stream(v, df, p);
+}
+
+template <class DF, typename T>
+HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  if (HWY_TARGET == HWY_EMU128 || HWY_TARGET == HWY_SCALAR || hn::Lanes(df) * sizeof(uint16_t) < 16) {
+    hn::StoreU(ToStorageBits(df, v, p), du16, reinterpret_cast<uint16_t*>(p));
+  } else {
+    hn::Stream(ToStorageBits(df, v, p), du16, reinterpret_cast<uint16_t*>(p));
+  }
 }
 
 // ---- partial vectors (tails) -----------------------------------------------------------------------

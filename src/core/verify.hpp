@@ -6,12 +6,12 @@
 namespace nnops::detail {
 
 struct VerifyReport {
-  int64_t checked = 0;       ///< Elements compared.
-  int64_t failures = 0;      ///< Elements outside their bound (NaN mismatch counts as outside).
-  double max_abs_err = 0;    ///< Largest |out - ref| over checked elements with finite values.
-  double worst_ratio = 0;    ///< Largest |out - ref| / bound; <= 1 passes.
-  double err_at_worst = 0;   ///< |out - ref| where worst_ratio was reached.
-  double bound_at_worst = 0; ///< The bound there.
+  int64_t checked = 0;        ///< Elements compared.
+  int64_t failures = 0;       ///< Elements outside their bound (NaN mismatch counts as outside).
+  double max_abs_err = 0;     ///< Largest |out - ref| over checked elements with finite values.
+  double worst_ratio = 0;     ///< Largest |out - ref| / bound; <= 1 passes.
+  double err_at_worst = 0;    ///< |out - ref| where worst_ratio was reached.
+  double bound_at_worst = 0;  ///< The bound there.
   bool pass() const { return failures == 0; }
 
   /// Records one comparison.

@@ -226,7 +226,8 @@ int run_bench(const BenchOptions& o) {
   std::vector<std::string> ops = o.ops;
   if (ops.empty()) ops = {"group_normalization_grad", "inplace_apply_power_sign"};
   std::vector<DType> dtypes;
-  for (const std::string& d : o.dtypes.empty() ? std::vector<std::string>{"float32", "float16", "bfloat16"} : o.dtypes) {
+  for (const std::string& d :
+       o.dtypes.empty() ? std::vector<std::string>{"float32", "float16", "bfloat16"} : o.dtypes) {
     const auto t = parse_dtype(d);
     if (!t) {
       std::fprintf(stderr, "nnops bench: unknown dtype '%s'; expected float32, float16 or bfloat16\n", d.c_str());
@@ -263,8 +264,10 @@ int run_bench(const BenchOptions& o) {
           if (!o.json) print_row(results.back());
         }
   }
-  if (o.json) print_json(results);
-  else print_footer();
+  if (o.json)
+    print_json(results);
+  else
+    print_footer();
   for (const Result& r : results)
     if (!r.error.empty()) return 1;
   return 0;

@@ -25,7 +25,8 @@ void fill_uniform(HostBuffer& b, uint64_t seed, float lo, float hi) {
   const float span = hi - lo;
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
-    const float u = static_cast<float>(mix(seed * 0x100000001B3ull + static_cast<uint64_t>(i)) >> 40) * (1.0f / 16777216.0f);
+    const float u =
+        static_cast<float>(mix(seed * 0x100000001B3ull + static_cast<uint64_t>(i)) >> 40) * (1.0f / 16777216.0f);
     const float v = lo + span * u;
     switch (t) {
       case DType::kFloat32:
@@ -56,9 +57,12 @@ double median(std::vector<double> v) {
 
 std::string format_time(double s) {
   char buf[32];
-  if (s >= 1) std::snprintf(buf, sizeof buf, "%.2f s", s);
-  else if (s >= 1e-3) std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
-  else std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
+  if (s >= 1)
+    std::snprintf(buf, sizeof buf, "%.2f s", s);
+  else if (s >= 1e-3)
+    std::snprintf(buf, sizeof buf, "%.2f ms", s * 1e3);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f us", s * 1e6);
   return buf;
 }
 

@@ -2,6 +2,7 @@
 #include "tools/cli/info.hpp"
 
 #include <omp.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -29,14 +30,21 @@ int run_info() {
   std::printf("build type:     %s\n", NNOPS_BUILD_TYPE);
 #endif
   std::printf("SIMD targets:   ");
-  for (const CpuIsa& isa : compiled_isas()) std::printf("%s%s ", isa.name.c_str(), isa.supported ? "" : "(unsupported)");
+  for (const CpuIsa& isa : compiled_isas())
+    std::printf("%s%s ", isa.name.c_str(), isa.supported ? "" : "(unsupported)");
   std::printf("\nselected:       %s\n", current_isa().c_str());
   if (const char* cap = std::getenv("NNOPS_MAX_CPU_ISA")) {
     Status s = set_max_isa(cap);
     std::printf("NNOPS_MAX_CPU_ISA=%s%s%s\n", cap, s ? "" : "  (ignored: ", s ? "" : (s.message() + ")").c_str());
   }
   std::printf("threads:        %d (NNOPS_NUM_THREADS, else OpenMP default)\n", resolve_num_threads(Context{}));
-  std::printf("cores online:   %ld\n", sysconf(_SC_NPROCESSORS_ONLN));
+  // Online cores are the machine's; a container or taskset may let this process use fewer (the affinity
+  // mask), and that is the count OpenMP's default follows.
+  cpu_set_t mask;
+  const int usable = sched_getaffinity(0, sizeof mask, &mask) == 0 ? CPU_COUNT(&mask) : -1;
+  std::printf("cores online:   %ld", sysconf(_SC_NPROCESSORS_ONLN));
+  if (usable > 0) std::printf(" (%d usable by this process)", usable);
+  std::printf("\n");
   for (int i = 0; i < 8; ++i) {
     const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
     const std::string level = read_line(base + "level");

@@ -28,11 +28,11 @@ void BM_GroupNormGrad(benchmark::State& state, DType t, std::vector<int64_t> sha
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * 4 * static_cast<int64_t>(x.bytes()));
 }
 
-#define NNOPS_GN_BENCH(name, dtype, ...)                                                   \
+#define NNOPS_GN_BENCH(name, dtype, ...)                                              \
   BENCHMARK_CAPTURE(BM_GroupNormGrad, name, dtype, std::vector<int64_t>{__VA_ARGS__}) \
-      ->Arg(1)                                                                          \
-      ->Arg(2)                                                                          \
-      ->UseRealTime()                                                                   \
+      ->Arg(1)                                                                        \
+      ->Arg(2)                                                                        \
+      ->UseRealTime()                                                                 \
       ->Unit(benchmark::kMillisecond)
 
 NNOPS_GN_BENCH(f32_in_l2, DType::kFloat32, 4, 8, 2048);

@@ -43,16 +43,16 @@ Status check(const TensorView& x, const TensorView& dy, const TensorView& gamma,
   const std::string ng = "[" + std::to_string(n) + ", " + std::to_string(g) + "]";
   for (const auto& [name, view] : {std::pair{"mean", &mean}, std::pair{"rstd", &rstd}}) {
     if (view->rank() != 2 || view->dim(0) != n || view->dim(1) != g) {
-      return detail::invalid_arg(op, std::string(name) + " has shape " + view->shape_string() +
-                                         "; expected [N, G] = " + ng);
+      return detail::invalid_arg(
+          op, std::string(name) + " has shape " + view->shape_string() + "; expected [N, G] = " + ng);
     }
   }
 
   // dx may alias dy exactly (in place); any other overlap of the output with an input is an error.
   const bool dx_is_dy = dx.data() == dy.data();
   if (!dx_is_dy && detail::overlaps(dx, dy)) return detail::overlap_error(op, "dx", "dy");
-  for (const auto& [name, view] : {std::pair{"x", &x}, std::pair{"gamma", &gamma}, std::pair{"mean", &mean},
-                                   std::pair{"rstd", &rstd}}) {
+  for (const auto& [name, view] :
+       {std::pair{"x", &x}, std::pair{"gamma", &gamma}, std::pair{"mean", &mean}, std::pair{"rstd", &rstd}}) {
     if (detail::overlaps(dx, *view)) return detail::overlap_error(op, "dx", name);
   }
 

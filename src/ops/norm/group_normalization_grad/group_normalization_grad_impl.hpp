@@ -50,7 +50,18 @@ struct Plan {
   /// block partial sums go to the workspace, and a barrier separates the passes.
   bool split_groups = false;
   uint64_t workspace_bytes = 0;  // 2 doubles per block when split_groups, else 0
+  /// dx is written with non-temporal stores: it is far larger than the last-level cache, so caching it
+  /// would only cost a read-for-ownership per line and evict the inputs.
+  bool stream_output = false;
+  /// Whole-group mode with groups that stay in cache between passes: while pass 2 of a group runs from
+  /// cache, the next group's inputs are prefetched, so memory never idles.
+  bool prefetch_next_group = false;
 };
+
+/// Output size from which dx is streamed (non-temporal): well past a typical L3.
+inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
+/// Largest group (three input arrays) that pass 2 expects to find in a core's L2.
+inline constexpr uint64_t kGroupCacheBytes = uint64_t{512} << 10;
 
 Plan make_plan(const Args& a, const Context& ctx);
 
@@ -73,8 +84,8 @@ void reference_group(const double* x, const double* dy, const double* gamma, dou
 
 /// Checks dx against the reference for groups 0, group_stride, 2*group_stride, ... and the last group
 /// (every element of each checked group). Bound: ulp_T(ref) + kBoundC * 2^-24 * scale.
-detail::VerifyReport verify(const detail::HostBuffer& x, const detail::HostBuffer& dy,
-                            const detail::HostBuffer& gamma, const detail::HostBuffer& mean,
-                            const detail::HostBuffer& rstd, const detail::HostBuffer& dx, int64_t group_stride);
+detail::VerifyReport verify(const detail::HostBuffer& x, const detail::HostBuffer& dy, const detail::HostBuffer& gamma,
+                            const detail::HostBuffer& mean, const detail::HostBuffer& rstd,
+                            const detail::HostBuffer& dx, int64_t group_stride);
 
 }  // namespace nnops::gn_grad

@@ -29,6 +29,9 @@ Plan make_plan(const Args& a, const Context& ctx) {
   } else {
     p.num_threads = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(p.groups, 1)));
   }
+  const uint64_t elem = dtype_size(a.dtype);
+  p.stream_output = static_cast<uint64_t>(total) * elem >= kStreamOutputBytes;
+  p.prefetch_next_group = !p.split_groups && 3 * static_cast<uint64_t>(a.m) * elem <= kGroupCacheBytes;
   return p;
 }
 

@@ -22,9 +22,9 @@ void reference_group(const double* x, const double* dy, const double* gamma, dou
   }
 }
 
-detail::VerifyReport verify(const detail::HostBuffer& x, const detail::HostBuffer& dy,
-                            const detail::HostBuffer& gamma, const detail::HostBuffer& mean,
-                            const detail::HostBuffer& rstd, const detail::HostBuffer& dx, int64_t group_stride) {
+detail::VerifyReport verify(const detail::HostBuffer& x, const detail::HostBuffer& dy, const detail::HostBuffer& gamma,
+                            const detail::HostBuffer& mean, const detail::HostBuffer& rstd,
+                            const detail::HostBuffer& dx, int64_t group_stride) {
   detail::VerifyReport r;
   const int64_t groups = mean.numel();
   if (groups == 0 || x.numel() == 0) return r;

@@ -25,7 +25,10 @@ const DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 struct Problem {
   HostBuffer x, dy, gamma, mean, rstd;
   Problem(DType t, DType stat_t, std::vector<int64_t> shape, uint64_t seed, double lo = -1, double hi = 1)
-      : x(t, shape), dy(t, shape), gamma(t, shape), mean(stat_t, {shape[0], shape[1]}),
+      : x(t, shape),
+        dy(t, shape),
+        gamma(t, shape),
+        mean(stat_t, {shape[0], shape[1]}),
         rstd(stat_t, {shape[0], shape[1]}) {
     std::mt19937_64 rng(seed);
     const int64_t groups = shape[0] * shape[1], m = groups ? x.numel() / groups : 0;
@@ -66,7 +69,8 @@ Expected expected(const Problem& p) {
     // subtraction is paid for by the terms, not by the result). c = gn_grad::kBoundC, derived in
     // group_normalization_grad_impl.hpp.
     for (int64_t i = 0; i < m; ++i)
-      e.bound[grp * m + i] = ulp_of(e.ref[grp * m + i], p.x.dtype()) + gn_grad::kBoundC * std::ldexp(1.0, -24) * scale[i];
+      e.bound[grp * m + i] =
+          ulp_of(e.ref[grp * m + i], p.x.dtype()) + gn_grad::kBoundC * std::ldexp(1.0, -24) * scale[i];
   }
   return e;
 }
@@ -78,7 +82,8 @@ double expect_within_bound(const HostBuffer& dx, const Expected& e) {
   for (int64_t i = 0; i < dx.numel(); ++i) {
     const double err = std::fabs(dx.get(i) - e.ref[i]);
     if (!(err <= e.bound[i])) {
-      if (++bad <= 3) ADD_FAILURE() << "element " << i << ": dx=" << dx.get(i) << " ref=" << e.ref[i] << " bound=" << e.bound[i];
+      if (++bad <= 3)
+        ADD_FAILURE() << "element " << i << ": dx=" << dx.get(i) << " ref=" << e.ref[i] << " bound=" << e.bound[i];
     }
     if (e.bound[i] > 0) worst = std::max(worst, err / e.bound[i]);
   }
@@ -100,9 +105,9 @@ TEST(GroupNormGrad, MatchesReferenceEverySizeDtypeAndTarget) {
   std::vector<std::vector<int64_t>> shapes;
   for (int64_t m : {1, 2, 7, 15, 16, 17, 1000, 4097})
     for (auto ng : {std::pair<int64_t, int64_t>{1, 1}, {1, 3}, {8, 8}}) shapes.push_back({ng.first, ng.second, m});
-  shapes.push_back({2, 4, 3, 5, 7});     // rank 5, M = 105
-  shapes.push_back({1, 2, 8, 16, 17});   // rank 5, M = 2176 (crosses a block)
-  shapes.push_back({1, 1, 1 << 20});     // 2^20 elements in one group
+  shapes.push_back({2, 4, 3, 5, 7});    // rank 5, M = 105
+  shapes.push_back({1, 2, 8, 16, 17});  // rank 5, M = 2176 (crosses a block)
+  shapes.push_back({1, 1, 1 << 20});    // 2^20 elements in one group
   shapes.push_back({1, 3, 1 << 20});
   uint64_t seed = 1;
   double worst = 0;
@@ -161,7 +166,8 @@ TEST(GroupNormGrad, InPlaceOnDy) {
 
 // Bitwise identical dx for 1, 2, 3 and 8 threads, in both the whole-group and the shared-group mode.
 TEST(GroupNormGrad, DeterministicAcrossThreadCounts) {
-  for (std::vector<int64_t> shape : {std::vector<int64_t>{1, 1, 1 << 20}, {1, 3, 100003}, {4, 8, 4099}, {3, 2, 7, 1000}}) {
+  for (std::vector<int64_t> shape :
+       {std::vector<int64_t>{1, 1, 1 << 20}, {1, 3, 100003}, {4, 8, 4099}, {3, 2, 7, 1000}}) {
     for (DType t : kDTypes) {
       Problem p(t, DType::kFloat32, shape, 11);
       HostBuffer first(t, shape);
@@ -169,7 +175,8 @@ TEST(GroupNormGrad, DeterministicAcrossThreadCounts) {
       for (int threads : {2, 3, 8}) {
         HostBuffer dx(t, shape);
         ASSERT_TRUE(run(p, dx, threads).is_ok());
-        EXPECT_TRUE(dx.same_bytes(first)) << dtype_name(t) << " " << p.x.view().shape_string() << " threads=" << threads;
+        EXPECT_TRUE(dx.same_bytes(first))
+            << dtype_name(t) << " " << p.x.view().shape_string() << " threads=" << threads;
       }
     }
   }
@@ -197,6 +204,40 @@ TEST(GroupNormGrad, PlanIsPinned) {
   p = gn_grad::make_plan(a, Context{2});
   EXPECT_FALSE(p.split_groups);
   EXPECT_EQ(p.blocks_per_group, 1);
+}
+
+// The non-temporal-store and prefetch variants (chosen by the plan for large calls) change no bit.
+// Forced here on small, misaligned shapes so that the peel, main loop and tail all run.
+TEST(GroupNormGrad, StreamingAndPrefetchVariantsGiveSameBits) {
+  for (DType t : kDTypes) {
+    for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 5, 1037}, {1, 2, 5000}, {2, 2, 33}}) {
+      Problem p(t, DType::kFloat32, shape, 21);
+      gn_grad::Args a;
+      ASSERT_TRUE(gn_grad::check(p.x.view(), p.dy.view(), p.gamma.view(), p.mean.view(), p.rstd.view(),
+                                 HostBuffer(t, shape).view(), &a)
+                      .is_ok());
+      testing::for_each_isa([&](const std::string&) {
+        HostBuffer want(t, shape);
+        ASSERT_TRUE(run(p, want, 1).is_ok());
+        for (int variant = 1; variant < 4; ++variant) {
+          for (int threads : {1, 2}) {
+            // Output one element past a 64-byte boundary so that streaming needs its alignment peel.
+            std::vector<unsigned char> raw(want.bytes() + 256);
+            auto* base = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+            gn_grad::Args b = a;
+            b.dx = base;
+            gn_grad::Plan plan = gn_grad::make_plan(b, Context{threads});
+            plan.stream_output = variant & 1;
+            plan.prefetch_next_group = (variant & 2) && !plan.split_groups;
+            std::vector<double> ws(plan.workspace_bytes / sizeof(double));
+            gn_grad::run(plan, b, ws.data());
+            EXPECT_EQ(std::memcmp(base, want.data(), want.bytes()), 0)
+                << dtype_name(t) << " variant " << variant << " threads " << threads;
+          }
+        }
+      });
+    }
+  }
 }
 
 TEST(GroupNormGrad, EmptyTensorsSucceedWithoutWriting) {
