@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of nnops from Debian packages.
-# Idempotent: when everything is present it only checks (well under a second) and exits.
+# Installs every build and test dependency of nnops: Debian packages, and numpy + ml_dtypes from PyPI for
+# the NumPy interoperability test. Idempotent: when everything is present it only checks (well under a
+# second) and exits.
 set -euo pipefail
 
 PKGS=(cmake ninja-build g++ make pkg-config libhwy-dev libgtest-dev libgmock-dev googletest
@@ -13,13 +14,21 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "install_deps: installing ${missing[*]}"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-echo "install_deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# NumPy and ml_dtypes (PyPI) for the .npy interoperability test, tests/cli/npy_interop.py. They go to the
+# python3 first on PATH, the interpreter CMake resolves for the CLI tests. Optional: where pip cannot
+# install (offline, or a distribution Python marked externally managed) that one test reports "skipped".
+if ! python3 -c "import numpy, ml_dtypes" >/dev/null 2>&1; then
+  echo "install_deps: installing numpy and ml_dtypes with $(command -v python3) -m pip"
+  if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check numpy ml_dtypes; then
+    echo "install_deps: warning: could not install numpy and ml_dtypes; the NumPy interop test will be skipped"
+  fi
+fi
