@@ -1,11 +1,12 @@
 // An owning, 64-byte-aligned host tensor for tools, tests and benchmarks (the library API itself only
-// takes views). Not part of the public API.
+// takes views). Not part of the public API. Throws std::bad_alloc when memory runs out.
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <vector>
 
 #ifdef __linux__
@@ -28,6 +29,7 @@ class HostBuffer {
     const std::size_t align = numel_ * dtype_size(dtype_) >= (std::size_t{4} << 20) ? (std::size_t{2} << 20) : 64;
     const std::size_t bytes = (static_cast<std::size_t>(numel_) * dtype_size(dtype_) + align - 1) / align * align;
     data_.reset(static_cast<unsigned char*>(std::aligned_alloc(align, bytes ? bytes : align)));
+    if (!data_) throw std::bad_alloc();
 #ifdef __linux__
     if (align > 64 && data_) madvise(data_.get(), bytes, MADV_HUGEPAGE);
 #endif

@@ -114,10 +114,10 @@ int main(int argc, char** argv) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
   }
-  if (*demo_cmd) return nnops::cli::run_demo(demo);
-  if (*bench_cmd) return nnops::cli::run_bench(bench);
-  if (*info_cmd) return nnops::cli::run_info();
   try {
+    if (*demo_cmd) return nnops::cli::run_demo(demo);
+    if (*bench_cmd) return nnops::cli::run_bench(bench);
+    if (*info_cmd) return nnops::cli::run_info();
     for (const nnops::cli::Subcommand& leaf : leaves) {
       if (*leaf.app) return leaf.run();
     }
