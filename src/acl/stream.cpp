@@ -1,0 +1,87 @@
+#include "src/acl/stream.hpp"
+
+#include <exception>
+#include <utility>
+
+namespace nnops::acl {
+
+Stream::Stream() : worker_([this] { worker_loop(); }) {}
+
+Stream::~Stream() { shutdown(); }
+
+bool Stream::enqueue(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return false;
+    queue_.push_back(std::move(task));
+    ++enqueued_;
+  }
+  work_cv_.notify_one();
+  return true;
+}
+
+TaskError Stream::synchronize() {
+  std::unique_lock<std::mutex> lock(mu_);
+  const uint64_t target = enqueued_;
+  done_cv_.wait(lock, [&] { return completed_ >= target; });
+  return take_error_locked();
+}
+
+TaskError Stream::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_one();
+  if (worker_.joinable()) worker_.join();
+  std::lock_guard<std::mutex> lock(mu_);
+  return take_error_locked();
+}
+
+TaskError Stream::take_error_locked() {
+  TaskError e = std::move(error_);
+  error_ = TaskError{};
+  if (later_failures_ > 0) {
+    e.message += "; " + std::to_string(later_failures_) + " later task(s) on this stream failed too";
+    later_failures_ = 0;
+  }
+  return e;
+}
+
+void Stream::worker_loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping, and every task has run
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    TaskError e;
+    try {
+      e = task();
+    } catch (const std::exception& ex) {
+      e = TaskError{ACL_ERROR_RT_INTERNAL_ERROR, std::string("a task threw: ") + ex.what()};
+    } catch (...) {
+      e = TaskError{ACL_ERROR_RT_INTERNAL_ERROR, "a task threw an unknown exception"};
+    }
+    // The task (and what it captured: pins on device memory) is released before the completion is
+    // published, so a synchronized caller may free that memory at once.
+    task = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!e.ok()) {
+        if (error_.ok()) {
+          error_ = std::move(e);
+        } else {
+          ++later_failures_;
+        }
+      }
+      ++completed_;
+    }
+    done_cv_.notify_all();
+  }
+}
+
+}  // namespace nnops::acl
