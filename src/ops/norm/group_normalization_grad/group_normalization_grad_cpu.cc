@@ -91,21 +91,11 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
 #endif
 }
 
-// The next group's inputs, fetched into cache while pass 2 of the current group runs from cache, so
-// that memory keeps streaming during pass 2 (null when there is no next group for this thread).
-template <typename T>
-struct NextGroup {
-  const T* x = nullptr;
-  const T* dy = nullptr;
-  const T* gamma = nullptr;
-  size_t n = 0;
-};
-
 // Pass 2 over n elements. dx may be the same memory as dy (in place), so no restrict on those two.
 // `stream`: non-temporal stores for dx (outputs far larger than the cache).
 template <typename T>
 HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY_RESTRICT gamma, T* dx, size_t n,
-                              float mean, float rstd, float k0, float k1, bool stream, NextGroup<T> next) {
+                              float mean, float rstd, float k0, float k1, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const auto vmean = hn::Set(df, mean), vrstd = hn::Set(df, rstd), vk0 = hn::Set(df, k0), vk1 = hn::Set(df, k1);
@@ -118,40 +108,17 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
     StoreF32N(df, hn::Mul(LoadF32N(df, gamma + i, r), hn::NegMulAdd(vk1, hn::Sub(LoadF32N(df, x + i, r), vmean), t)),
               dx + i, r);
   };
-  // One cache line of each next-group array per 64 bytes of this group's elements.
-  constexpr size_t kLine = 64 / sizeof(T);
-  auto prefetch = [&](size_t i) {
-    if (i < next.n) {
-      for (size_t j = i; j < i + N && j < next.n; j += kLine) {
-        hwy::Prefetch(next.x + j);
-        hwy::Prefetch(next.dy + j);
-        hwy::Prefetch(next.gamma + j);
-      }
-    }
-  };
   size_t i = 0;
   if (stream) {
     // Peel to the alignment non-temporal stores need.
     const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; i < head; i += std::min(N, head - i)) f_partial(i, std::min(N, head - i));
-    for (; i + N <= n; i += N) {
-      prefetch(i);
-      StreamF32(df, f(i), dx + i);
-    }
+    for (; i + N <= n; i += N) StreamF32(df, f(i), dx + i);
   } else {
-    for (; i + N <= n; i += N) {
-      prefetch(i);
-      StoreF32(df, f(i), dx + i);
-    }
+    for (; i + N <= n; i += N) StoreF32(df, f(i), dx + i);
   }
   if (i < n) f_partial(i, n - i);
-  // The prefetch loop only covers as much of the next group as this one has elements.
-  for (size_t j = n; j < next.n; j += kLine) {
-    hwy::Prefetch(next.x + j);
-    hwy::Prefetch(next.dy + j);
-    hwy::Prefetch(next.gamma + j);
-  }
 }
 
 template <typename T>
@@ -165,14 +132,14 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
 
   // Block b of group grp covers [grp*m + b*B, grp*m + min((b+1)*B, m)).
   auto block_len = [&](int64_t b) { return static_cast<size_t>(b + 1 < bpg ? B : m - b * B); };
-  auto apply = [&](int64_t grp, int64_t off, size_t len, double s1, double s, NextGroup<T> next) {
+  auto apply = [&](int64_t grp, int64_t off, size_t len, double s1, double s) {
     const double mean = load_as_double(a.mean, a.stat_dtype, grp);
     const double rstd = load_as_double(a.rstd, a.stat_dtype, grp);
     const float k0 = static_cast<float>(rstd * s1 / md);
     const float k1 = static_cast<float>(rstd * rstd * rstd * s / md);
     const int64_t base = grp * m + off;
     GnGradApply(x + base, dy + base, gamma + base, dx + base, len, static_cast<float>(mean), static_cast<float>(rstd),
-                k0, k1, p.stream_output, next);
+                k0, k1, p.stream_output);
   };
 
   detail::parallel_region(p.num_threads, [&](int tid, int nt) {
@@ -188,12 +155,7 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
           s1 += b1;
           s += bs;
         }
-        NextGroup<T> next;
-        if (p.prefetch_next_group && grp + 1 < g1) {
-          const int64_t nb = (grp + 1) * m;
-          next = NextGroup<T>{x + nb, dy + nb, gamma + nb, static_cast<size_t>(m)};
-        }
-        apply(grp, 0, static_cast<size_t>(m), s1, s, next);
+        apply(grp, 0, static_cast<size_t>(m), s1, s);
       }
       if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
       return;
@@ -220,7 +182,7 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
           s += ws[2 * k + 1];
         }
       }
-      apply(grp, b * B, block_len(b), s1, s, NextGroup<T>{});
+      apply(grp, b * B, block_len(b), s1, s);
     }
     if (p.stream_output) hwy::FlushStream();
   });

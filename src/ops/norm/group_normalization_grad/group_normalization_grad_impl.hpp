@@ -53,15 +53,11 @@ struct Plan {
   /// dx is written with non-temporal stores: it is far larger than the last-level cache, so caching it
   /// would only cost a read-for-ownership per line and evict the inputs.
   bool stream_output = false;
-  /// Whole-group mode with groups that stay in cache between passes: while pass 2 of a group runs from
-  /// cache, the next group's inputs are prefetched, so memory never idles.
-  bool prefetch_next_group = false;
 };
 
 /// Output size from which dx is streamed (non-temporal): well past a typical L3.
 inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
-/// Largest group (three input arrays) that pass 2 expects to find in a core's L2.
-inline constexpr uint64_t kGroupCacheBytes = uint64_t{512} << 10;
+
 
 Plan make_plan(const Args& a, const Context& ctx);
 

@@ -31,7 +31,6 @@ Plan make_plan(const Args& a, const Context& ctx) {
   }
   const uint64_t elem = dtype_size(a.dtype);
   p.stream_output = static_cast<uint64_t>(total) * elem >= kStreamOutputBytes;
-  p.prefetch_next_group = !p.split_groups && 3 * static_cast<uint64_t>(a.m) * elem <= kGroupCacheBytes;
   return p;
 }
 

@@ -206,9 +206,9 @@ TEST(GroupNormGrad, PlanIsPinned) {
   EXPECT_EQ(p.blocks_per_group, 1);
 }
 
-// The non-temporal-store and prefetch variants (chosen by the plan for large calls) change no bit.
+// The non-temporal-store variant (chosen by the plan for large outputs) changes no bit.
 // Forced here on small, misaligned shapes so that the peel, main loop and tail all run.
-TEST(GroupNormGrad, StreamingAndPrefetchVariantsGiveSameBits) {
+TEST(GroupNormGrad, StreamingVariantGivesSameBits) {
   for (DType t : kDTypes) {
     for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 5, 1037}, {1, 2, 5000}, {2, 2, 33}}) {
       Problem p(t, DType::kFloat32, shape, 21);
@@ -219,7 +219,7 @@ TEST(GroupNormGrad, StreamingAndPrefetchVariantsGiveSameBits) {
       testing::for_each_isa([&](const std::string&) {
         HostBuffer want(t, shape);
         ASSERT_TRUE(run(p, want, 1).is_ok());
-        for (int variant = 1; variant < 4; ++variant) {
+        for (int variant = 0; variant < 2; ++variant) {
           for (int threads : {1, 2}) {
             // Output one element past a 64-byte boundary so that streaming needs its alignment peel.
             std::vector<unsigned char> raw(want.bytes() + 256);
@@ -227,8 +227,7 @@ TEST(GroupNormGrad, StreamingAndPrefetchVariantsGiveSameBits) {
             gn_grad::Args b = a;
             b.dx = base;
             gn_grad::Plan plan = gn_grad::make_plan(b, Context{threads});
-            plan.stream_output = variant & 1;
-            plan.prefetch_next_group = (variant & 2) && !plan.split_groups;
+            plan.stream_output = variant == 1;
             std::vector<double> ws(plan.workspace_bytes / sizeof(double));
             gn_grad::run(plan, b, ws.data());
             EXPECT_EQ(std::memcmp(base, want.data(), want.bytes()), 0)
