@@ -206,9 +206,9 @@ TEST(GroupNormGrad, PlanIsPinned) {
   EXPECT_EQ(p.blocks_per_group, 1);
 }
 
-// The non-temporal-store variant (chosen by the plan for large outputs) changes no bit.
+// Every schedule (whole or shared groups, streaming stores or not, 1-3 threads) gives the same bits.
 // Forced here on small, misaligned shapes so that the peel, main loop and tail all run.
-TEST(GroupNormGrad, StreamingVariantGivesSameBits) {
+TEST(GroupNormGrad, EveryScheduleGivesSameBits) {
   for (DType t : kDTypes) {
     for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 5, 1037}, {1, 2, 5000}, {2, 2, 33}}) {
       Problem p(t, DType::kFloat32, shape, 21);
@@ -218,16 +218,27 @@ TEST(GroupNormGrad, StreamingVariantGivesSameBits) {
                       .is_ok());
       testing::for_each_isa([&](const std::string&) {
         HostBuffer want(t, shape);
-        ASSERT_TRUE(run(p, want, 1).is_ok());
-        for (int variant = 0; variant < 2; ++variant) {
-          for (int threads : {1, 2}) {
+        // Reference bits: the plain two-pass schedule, one thread.
+        {
+          gn_grad::Plan plain = gn_grad::make_plan(a, Context{1});
+          plain.stream_output = false;
+          gn_grad::Args b = a;
+          b.dx = want.data();
+          gn_grad::run(plain, b, nullptr);
+        }
+        for (int variant = 0; variant < 4; ++variant) {
+          for (int threads : {1, 2, 3}) {
             // Output one element past a 64-byte boundary so that streaming needs its alignment peel.
             std::vector<unsigned char> raw(want.bytes() + 256);
             auto* base = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
             gn_grad::Args b = a;
             b.dx = base;
+            // Every schedule the plan can pick, each with 1-3 threads, regardless of the size heuristics.
             gn_grad::Plan plan = gn_grad::make_plan(b, Context{threads});
-            plan.stream_output = variant == 1;
+            plan.num_threads = threads;
+            plan.stream_output = variant & 1;
+            plan.split_groups = variant & 2;
+            plan.workspace_bytes = plan.split_groups ? plan.groups * plan.blocks_per_group * 2 * sizeof(double) : 0;
             std::vector<double> ws(plan.workspace_bytes / sizeof(double));
             gn_grad::run(plan, b, ws.data());
             EXPECT_EQ(std::memcmp(base, want.data(), want.bytes()), 0)
