@@ -2,10 +2,19 @@
 # Installs every build and test dependency of nnops: Debian packages, and numpy + ml_dtypes from PyPI for
 # the NumPy interoperability test. Idempotent: when everything is present it only checks (well under a
 # second) and exits.
+#   --sanitizers   also the clang toolchain of the asan, tsan and fuzz presets (docs/reliability.md):
+#                  clang-14, its sanitizer and libFuzzer runtimes, LLVM's OpenMP (with the Archer TSan
+#                  tool) and llvm-symbolizer. .ci/run passes it.
 set -euo pipefail
 
 PKGS=(cmake ninja-build g++ make pkg-config libhwy-dev libgtest-dev libgmock-dev googletest
       libbenchmark-dev libomp-dev libcli11-dev python3)
+for arg in "$@"; do
+  case "$arg" in
+    --sanitizers) PKGS+=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14) ;;
+    *) echo "install_deps: unknown option $arg (known: --sanitizers)" >&2; exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${PKGS[@]}"; do

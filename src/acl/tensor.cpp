@@ -2,12 +2,14 @@
 #include "src/acl/tensor.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <new>
 #include <string>
 
 #include "src/acl/c_enum.hpp"
+#include "src/acl/device_memory.hpp"
 #include "src/acl/error.hpp"
 
 namespace nnops::acl {
@@ -89,6 +91,39 @@ bool plain_format(int f) {
     default:
       return false;
   }
+}
+
+// The view of `t` (numel > 0, already checked to lie inside its storage) against the aclrtMalloc block that
+// holds t->data, if any. The message has the form of add_operand's (executor.cpp) for the same mistake.
+Status check_view_in_block(const char* name, const aclTensor* t, std::size_t elem) {
+  const Lookup l = memory().find(t->data, 0);
+  if (l.where == Lookup::kUntracked) return Status::ok();  // ordinary host memory: the caller's word
+  if (l.where == Lookup::kFreed) return invalid(name, "points into a device block that was already freed");
+  // Lowest and highest element reached (lo >= 0: the view starts at or after tensorData). No overflow: the
+  // caller computed the same sums with checks.
+  int64_t lo = t->offset, hi = t->offset;
+  for (std::size_t i = 0; i < t->view_dims.size(); ++i) {
+    const int64_t reach = (t->view_dims[i] - 1) * t->strides[i];
+    (reach < 0 ? lo : hi) += reach;
+  }
+  const uint64_t start = reinterpret_cast<uintptr_t>(t->data) - l.block.base;  // bytes into the block
+  uint64_t end = 0, first = 0;  // from the block's start: one past the last byte reached, the first byte
+  const bool overflow =
+      __builtin_mul_overflow(static_cast<uint64_t>(hi) + 1, elem, &end) || __builtin_add_overflow(end, start, &end) ||
+      __builtin_mul_overflow(static_cast<uint64_t>(lo), elem, &first) || __builtin_add_overflow(first, start, &first);
+  if (!overflow && end <= l.block.size) return Status::ok();
+  char buf[160];
+  std::snprintf(buf, sizeof buf, " needs %llu bytes at 0x%llx, past the end of its %s block (%llu bytes at 0x%llx)",
+                static_cast<unsigned long long>(end - first), static_cast<unsigned long long>(l.block.base + first),
+                alloc_api_name(l.kind), static_cast<unsigned long long>(l.block.size),
+                static_cast<unsigned long long>(l.block.base));
+  if (overflow) {
+    std::snprintf(buf, sizeof buf,
+                  " reaches past the end of the address space from its %s block (%llu bytes at 0x%llx)",
+                  alloc_api_name(l.kind), static_cast<unsigned long long>(l.block.size),
+                  static_cast<unsigned long long>(l.block.base));
+  }
+  return Status(StatusCode::kInvalidArgument, std::string(name) + buf);
 }
 
 }  // namespace
@@ -270,6 +305,13 @@ Status to_view(const char* name, const aclTensor* t, TensorView* out) {
       return invalid(name, where + " starts past the end of the address space");
     }
     data = reinterpret_cast<void*>(base + skip);
+    // NB (issue 6): storageDims are only the caller's claim. When tensorData lies in an aclrtMalloc block,
+    // the elements the view reaches must lie in that block too; otherwise an offset could carry the view
+    // past the block's end, where it looked like untracked host memory and was read (scalars, phase one)
+    // and written (phase two).
+    if (numel > 0) {
+      if (Status s = check_view_in_block(name, t, dtype_size(dt)); !s) return s;
+    }
   }
   *out = TensorView::strided(data, dt, t->view_dims.data(), t->strides.data(), static_cast<int>(rank));
   return Status::ok();

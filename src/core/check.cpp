@@ -35,6 +35,13 @@ Status check_tensor(const char* op, const char* name, const TensorView& t, int64
     return Status(StatusCode::kNullPointer,
                   std::string(op) + ": " + n + " has a null data pointer and shape " + t.shape_string());
   }
+  // NB (issue 6): kernels and the scalar reads load T through typed pointers; a pointer that is not a
+  // multiple of sizeof(T) is undefined behaviour there (UBSan reports it), so it is refused here.
+  if (count > 0 && reinterpret_cast<uintptr_t>(t.data()) % dtype_size(t.dtype()) != 0) {
+    return invalid_arg(op, n + " has data pointer " + std::to_string(reinterpret_cast<uintptr_t>(t.data())) +
+                               ", not a multiple of its " + std::to_string(dtype_size(t.dtype())) +
+                               "-byte element size");
+  }
   // The last byte must be addressable without wrapping around the address space.
   if (count > 0 && reinterpret_cast<uintptr_t>(t.data()) > UINTPTR_MAX - static_cast<uintptr_t>(bytes)) {
     return invalid_arg(op, n + " spans past the end of the address space");

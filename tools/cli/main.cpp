@@ -1,132 +1,24 @@
 // nnops: run, check and benchmark the nnops operators from the command line.
 // Exit status: 0 success, 1 operator or data error (or a failed check), 2 usage error.
-#include <CLI/CLI.hpp>
-#include <cstdio>
+// The command line itself (subcommands, options, parsing, dispatch) is tools/cli/app.cpp.
 #include <exception>
+#include <iostream>
 #include <new>
-#include <string>
-#include <vector>
 
-#include "nnops/nnops.hpp"
-#include "tools/cli/bench.hpp"
-#include "tools/cli/check.hpp"
-#include "tools/cli/demo.hpp"
-#include "tools/cli/info.hpp"
-#include "tools/cli/run.hpp"
-
-namespace {
-
-// CLI11's default report is two lines (the error, then "Run with --help ..."); nnops reports every error
-// as one line on stderr, naming the subcommand whose --help explains it.
-std::string one_line_usage_error(const CLI::App* app, const CLI::Error& e) {
-  std::string where = app->get_name();
-  const CLI::App* leaf = app;
-  for (;;) {
-    const std::vector<CLI::App*> subs = leaf->get_subcommands();
-    if (subs.empty()) break;
-    leaf = subs.front();
-    where += " " + leaf->get_name();
-  }
-  std::string what = e.what();
-  // CLI11 checks required options before unknown ones, so "--gama g.npy" would be reported as "--gamma is
-  // required"; the misspelt option is the real mistake.
-  if (const std::vector<std::string> extra = leaf->remaining(); !extra.empty() && e.get_name() == "RequiredError") {
-    what = "The following argument was not expected: " + extra.front();
-  }
-  for (char& c : what) {
-    if (c == '\n') c = ' ';
-  }
-  while (!what.empty() && what.back() == ' ') what.pop_back();
-  return "nnops: usage error: " + what + " (see '" + where + " --help')\n";
-}
-
-}  // namespace
+#include "tools/cli/app.hpp"
 
 int main(int argc, char** argv) {
-  CLI::App app{"nnops: CANN ops-nn operators on CPUs (run, check, benchmark)", "nnops"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", std::string("nnops ") + nnops::version());
-
-  nnops::cli::DemoOptions demo;
-  CLI::App* demo_cmd = app.add_subcommand(
-      "demo",
-      "Run both operators in float32/float16/bfloat16 on realistic sizes, verify against the float64 "
-      "reference, print one row per case (exit 1 on any FAIL)");
-  demo_cmd->add_option("--threads", demo.threads, "Threads (default: NNOPS_NUM_THREADS or all cores)")
-      ->check(CLI::Range(0, 4096));
-  demo_cmd->add_option("--iters", demo.iters, "Timed calls per case; the median is reported")
-      ->check(CLI::Range(1, 1000));
-  demo_cmd->add_flag("--quick", demo.quick, "Small shapes (seconds instead of tens of seconds)");
-
-  nnops::cli::BenchOptions bench;
-  CLI::App* bench_cmd =
-      app.add_subcommand("bench",
-                         "Time each operator and compare its effective bandwidth with a probe kernel of the same "
-                         "read/write mix, measured in the same process");
-  bench_cmd->add_option("--op", bench.ops, "Operator(s) (default: all)");
-  bench_cmd->add_option("--dtype", bench.dtypes, "float32, float16, bfloat16 (default: all)");
-  bench_cmd->add_option("--threads", bench.threads, "Thread count(s) (default: 1 and all cores)");
-  bench_cmd->add_option("--size", bench.sizes, "l2, l3, dram (default: all)")
-      ->check(CLI::IsMember({"l2", "l3", "dram"}));
-  bench_cmd->add_option("--reps", bench.reps, "Timed repetitions per case")->check(CLI::Range(3, 1000));
-  bench_cmd->add_flag("--json", bench.json, "Machine-readable output (one JSON document)");
-
-  CLI::App* info_cmd = app.add_subcommand("info", "Version, build, SIMD targets, threads, cores and caches");
-
-  std::vector<nnops::cli::Subcommand> leaves;
-  CLI::App* run_cmd = app.add_subcommand(
-      "run", "Run one operator on .npy files: inputs are read, checked and computed before any file is written");
-  run_cmd->require_subcommand(1);
-  nnops::cli::add_run_subcommands(run_cmd, &leaves);
-  run_cmd->footer(
-      "Examples (see 'nnops run <operator> --help' for each operator's options):\n"
-      "  nnops run group_normalization_grad --x x.npy --dy dy.npy --gamma gamma.npy \\\n"
-      "      --mean mean.npy --rstd rstd.npy --dx dx.npy\n"
-      "  nnops run inplace_apply_power_sign --var var.npy --m m.npy --grad grad.npy \\\n"
-      "      --lr 0.001 --logbase 1.0 --sign-decay 0.99 --beta 0.9 [--steps 10]\n"
-      "Exit status: 0 success, 1 data or operator error, 2 usage error. Nothing is written on error.");
-
-  CLI::App* check_cmd = app.add_subcommand(
-      "check", "Run an operator on seeded random inputs and compare it with its float64 reference (PASS/FAIL)");
-  check_cmd->require_subcommand(1);
-  nnops::cli::add_check_subcommands(check_cmd, &leaves);
-  check_cmd->footer(
-      "Examples:\n"
-      "  nnops check group_normalization_grad --dtype float16 --shape 2,32,8,64\n"
-      "  nnops check inplace_apply_power_sign --dtype bfloat16 --seed 7\n"
-      "Exit status: 0 PASS, 1 FAIL or operator error, 2 usage error.");
-
-  // Set last: subcommands copy their parent's footer and failure handler when they are created.
-  app.footer(
-      "Examples:\n"
-      "  nnops run group_normalization_grad --x x.npy --dy dy.npy --gamma gamma.npy --mean mean.npy \\\n"
-      "      --rstd rstd.npy --dx dx.npy\n"
-      "  nnops run inplace_apply_power_sign --var var.npy --m m.npy --grad grad.npy --lr 0.001 \\\n"
-      "      --logbase 1.0 --sign-decay 0.99 --beta 0.9\n"
-      "  nnops check inplace_apply_power_sign --dtype bfloat16\n"
-      "  nnops info\n"
-      "Exit status: 0 success, 1 operator or data error (or a failed check), 2 usage error.");
-  app.failure_message(one_line_usage_error);
-
+  std::unique_ptr<nnops::cli::CommandLine> cl;
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
-  try {
-    if (*demo_cmd) return nnops::cli::run_demo(demo);
-    if (*bench_cmd) return nnops::cli::run_bench(bench);
-    if (*info_cmd) return nnops::cli::run_info();
-    for (const nnops::cli::Subcommand& leaf : leaves) {
-      if (*leaf.app) return leaf.run();
-    }
+    cl = nnops::cli::make_command_line();
   } catch (const std::bad_alloc&) {
-    std::fprintf(stderr, "nnops: error: out of memory\n");
+    std::cerr << "nnops: error: out of memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "nnops: error: %s\n", e.what());
+    std::cerr << "nnops: error: " << e.what() << "\n";
     return 1;
   }
-  return 2;
+  const int rc = nnops::cli::parse_command_line(cl.get(), argc, argv, std::cout, std::cerr);
+  if (rc >= 0) return rc;
+  return nnops::cli::dispatch(*cl);
 }
