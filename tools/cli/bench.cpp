@@ -80,14 +80,12 @@ void measure(int reps, Op&& op, Probe&& probe, Result* r) {
 Timing probe_r3w1(HostBuffer& a, HostBuffer& b, HostBuffer& c, HostBuffer& d, int threads, int reps) {
   const size_t n = a.bytes() / 4;
   auto run = [&](bool nt) {
-    std::vector<double> v;
-    for (int i = 0; i < reps + 2; ++i) {
-      const double t0 = now_seconds();
+    auto probe = [&] {
       probe_read3_write1(static_cast<float*>(a.data()), static_cast<float*>(b.data()), static_cast<float*>(c.data()),
                          static_cast<float*>(d.data()), n, threads, nt);
-      if (i >= 2) v.push_back(now_seconds() - t0);
-    }
-    return summarize(v);
+    };
+    time_calls(2, probe);  // warm-up
+    return summarize(time_calls(reps, probe));
   };
   const Timing plain = run(false), streaming = run(true);
   return plain.median <= streaming.median ? plain : streaming;
@@ -157,17 +155,11 @@ Result bench_group_norm_grad(DType t, const std::string& size, int threads, int 
   fill_uniform(pc, 7, 0, 1);
   const Context ctx{threads};
   Status st;
-  std::vector<double> to;
   auto op = [&] {
     st = group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), ctx);
   };
-  for (int i = 0; i < 2; ++i) op();
-  for (int i = 0; i < reps; ++i) {
-    const double t0 = now_seconds();
-    op();
-    to.push_back(now_seconds() - t0);
-  }
-  r.op_t = summarize(to);
+  time_calls(2, op);  // warm-up
+  r.op_t = summarize(time_calls(reps, op));
   r.probe_t = probe_r3w1(pa, pb, pc, pd, threads, reps);
   if (!st) r.error = st.message();
   r.bytes = 4.0 * x.bytes() + 2.0 * mean.bytes();

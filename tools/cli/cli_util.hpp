@@ -17,6 +17,18 @@ inline double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+/// Seconds taken by each of `n` successive calls of f.
+template <class F>
+std::vector<double> time_calls(int n, F&& f) {
+  std::vector<double> t;
+  for (int i = 0; i < n; ++i) {
+    const double t0 = now_seconds();
+    f();
+    t.push_back(now_seconds() - t0);
+  }
+  return t;
+}
+
 /// Fills b with uniform values in [lo, hi), rounded to b's dtype; deterministic for a seed, parallel.
 void fill_uniform(HostBuffer& b, uint64_t seed, float lo, float hi);
 

@@ -68,13 +68,7 @@ Row demo_group_norm_grad(DType t, const std::vector<int64_t>& shape, const Conte
     return row;
   }
   row.report = gn_grad::verify(x, dy, gamma, mean, rstd, dx, std::max<int64_t>(1, groups / 16));
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    const double t0 = now_seconds();
-    (void)call();
-    times.push_back(now_seconds() - t0);
-  }
-  row.seconds = median(times);
+  row.seconds = median(time_calls(iters, [&] { (void)call(); }));
   row.bytes = 4.0 * x.bytes() + 2.0 * mean.bytes();
   return row;
 }
@@ -104,13 +98,7 @@ Row demo_power_sign(DType t, int64_t n, const Context& ctx, int iters) {
   }
   const power_sign::Scalars sc{lr.get(0), logbase.get(0), sign_decay.get(0), beta.get(0)};
   row.report = power_sign::verify(sc, var0, m0, grad, var, m, 97);
-  std::vector<double> times;
-  for (int i = 0; i < iters; ++i) {
-    const double t0 = now_seconds();
-    (void)call();
-    times.push_back(now_seconds() - t0);
-  }
-  row.seconds = median(times);
+  row.seconds = median(time_calls(iters, [&] { (void)call(); }));
   row.bytes = 5.0 * var.bytes();
   return row;
 }
