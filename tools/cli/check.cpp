@@ -120,16 +120,7 @@ Row check_gn_one(DType t, DType st, const std::vector<int64_t>& shape, const Che
   fill_uniform(x, o.seed * 8 + 1, -2.0f, 2.0f);
   fill_uniform(dy, o.seed * 8 + 2, -1.0f, 1.0f);
   fill_uniform(gamma, o.seed * 8 + 3, 0.5f, 1.5f);
-  const int64_t groups = shape[0] * shape[1], m = groups ? x.numel() / groups : 0;
-  // The statistics a forward pass would have saved for this x (eps = 1e-5).
-  for (int64_t g = 0; g < groups; ++g) {
-    double s = 0, ss = 0;
-    for (int64_t i = 0; i < m; ++i) s += x.get(g * m + i);
-    const double mu = m ? s / m : 0;
-    for (int64_t i = 0; i < m; ++i) ss += (x.get(g * m + i) - mu) * (x.get(g * m + i) - mu);
-    mean.set(g, mu);
-    rstd.set(g, 1.0 / std::sqrt((m ? ss / m : 0) + 1e-5));
-  }
+  fill_group_stats(x, mean, rstd);
   const Context ctx{o.threads};
   row.threads = resolve_num_threads(ctx);
   if (Status s = group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), ctx);

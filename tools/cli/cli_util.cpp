@@ -1,6 +1,7 @@
 #include "tools/cli/cli_util.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "nnops/dtype.hpp"
@@ -39,6 +40,19 @@ void fill_uniform(HostBuffer& b, uint64_t seed, float lo, float hi) {
         static_cast<uint16_t*>(data)[i] = float_to_bf16_bits(v);
         break;
     }
+  }
+}
+
+void fill_group_stats(const HostBuffer& x, HostBuffer& mean, HostBuffer& rstd) {
+  const int64_t groups = mean.numel(), m = groups ? x.numel() / groups : 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g) {
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < m; ++i) s += x.get(g * m + i);
+    const double mu = m ? s / m : 0;
+    for (int64_t i = 0; i < m; ++i) ss += (x.get(g * m + i) - mu) * (x.get(g * m + i) - mu);
+    mean.set(g, mu);
+    rstd.set(g, 1.0 / std::sqrt((m ? ss / m : 0) + 1e-5));
   }
 }
 

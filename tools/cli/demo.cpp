@@ -45,21 +45,12 @@ Row demo_group_norm_grad(DType t, const std::vector<int64_t>& shape, const Conte
   row.dtype = dtype_name(t);
   row.shape = shape_string(shape);
   HostBuffer x(t, shape), dy(t, shape), gamma(t, shape), dx(t, shape);
-  const int64_t groups = shape[0] * shape[1], m = x.numel() / groups;
+  const int64_t groups = shape[0] * shape[1];
   HostBuffer mean(DType::kFloat32, {shape[0], shape[1]}), rstd(DType::kFloat32, {shape[0], shape[1]});
   fill_uniform(x, 1, -2.0f, 2.0f);
   fill_uniform(dy, 2, -1.0f, 1.0f);
   fill_uniform(gamma, 3, 0.5f, 1.5f);
-  // The statistics a forward pass would have saved for this x.
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g) {
-    double s = 0, ss = 0;
-    for (int64_t i = 0; i < m; ++i) s += x.get(g * m + i);
-    const double mu = s / m;
-    for (int64_t i = 0; i < m; ++i) ss += (x.get(g * m + i) - mu) * (x.get(g * m + i) - mu);
-    mean.set(g, mu);
-    rstd.set(g, 1.0 / std::sqrt(ss / m + 1e-5));
-  }
+  fill_group_stats(x, mean, rstd);
   auto call = [&] {
     return group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), ctx);
   };
