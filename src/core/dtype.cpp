@@ -133,17 +133,14 @@ void store_from_double(void* data, DType t, std::size_t i, double v) noexcept {
     case DType::kFloat32:
       static_cast<float*>(data)[i] = static_cast<float>(v);
       return;
-    case DType::kFloat16: {
-      // round_to_dtype gives a value exactly representable in f16, so the float steps below are exact.
-      const double r = std::isnan(v) ? v : round_to_dtype(v, t);
-      static_cast<uint16_t*>(data)[i] = float_to_half_bits(static_cast<float>(r));
+    // round_to_dtype gives a value exactly representable in T (NaN and Inf pass through), so the float
+    // steps below are exact.
+    case DType::kFloat16:
+      static_cast<uint16_t*>(data)[i] = float_to_half_bits(static_cast<float>(round_to_dtype(v, t)));
       return;
-    }
-    case DType::kBFloat16: {
-      const double r = std::isnan(v) ? v : round_to_dtype(v, t);
-      static_cast<uint16_t*>(data)[i] = float_to_bf16_bits(static_cast<float>(r));
+    case DType::kBFloat16:
+      static_cast<uint16_t*>(data)[i] = float_to_bf16_bits(static_cast<float>(round_to_dtype(v, t)));
       return;
-    }
   }
 }
 

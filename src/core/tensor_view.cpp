@@ -48,11 +48,10 @@ bool TensorView::is_contiguous() const noexcept {
     if (shape_[i] < 0) return false;
     if (shape_[i] == 0) return true;  // no element is addressed: any strides describe it (as in PyTorch)
   }
-  int64_t expected = 1;
+  int64_t expected = 1;  // every dim is >= 1 here
   for (int i = rank_ - 1; i >= 0; --i) {
-    if (shape_[i] < 0) return false;
     if (shape_[i] != 1 && strides_[i] != expected) return false;
-    if (__builtin_mul_overflow(expected, shape_[i] > 0 ? shape_[i] : 1, &expected)) return false;
+    if (__builtin_mul_overflow(expected, shape_[i], &expected)) return false;
   }
   return true;
 }

@@ -14,9 +14,9 @@ Status check(const TensorView& x, const TensorView& dy, const TensorView& gamma,
     const char* name;
     const TensorView* t;
   } all[] = {{"x", &x}, {"dy", &dy}, {"gamma", &gamma}, {"mean", &mean}, {"rstd", &rstd}, {"dx", &dx}};
-  int64_t numel[6];
-  for (int i = 0; i < 6; ++i) {
-    Status s = detail::check_tensor(op, all[i].name, *all[i].t, &numel[i]);
+  for (const auto& [name, view] : all) {
+    int64_t numel;
+    Status s = detail::check_tensor(op, name, *view, &numel);
     if (!s) return s;
   }
 
