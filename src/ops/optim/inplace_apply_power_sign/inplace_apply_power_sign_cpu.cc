@@ -1,27 +1,34 @@
 // InplaceApplyPowerSign CPU kernel: Highway, one source compiled for every target, dispatched at run time.
 //
-// NB: the per-element update is done in float64. SPEC 4 asks for every output within one ulp of the float64
-// result even when var and lr*e*grad nearly cancel; float32 arithmetic cannot promise that (the product
-// alone carries a float32 rounding error that the subtraction then exposes), float64 can. float32 data
-// still moves at memory bandwidth (see the benchmark). The operations and their order are exactly those of
-// reference() (mul, mul, add; then mul, sub; no fused multiply-add: the project builds with
-// -ffp-contract=off and we never call MulAdd), and the coefficient is one of the plan's three values,
-// computed by the reference's own expression, so the unrounded float64 results are bit-for-bit the
-// reference's.
+// Two paths:
+//  - float64 (float32 data everywhere; float16/bfloat16 on targets without fused multiply-add, and for the
+//    lanes the float32 path rejects): every output is the float64 reference correctly rounded to T.
+//  - float32 with fused multiply-adds (float16/bfloat16 where the target has FMA): within SPEC 4's one ulp
+//    of T, certified per lane; see the NB at UpdateOneExact. About 3x faster for the half types, which the
+//    float64 path left compute-bound at a third of memory bandwidth.
 //
-// NB: rounding float64 -> T. float32 is one round-to-nearest-even conversion. float16/bfloat16 go through
-// float32 (the storage helpers take float32), and two successive round-to-nearest steps can land one ulp
-// off (and even overflow to Inf where the correct result is the largest finite value). We avoid that with
-// round-to-odd in the first step: truncating the 29 low mantissa bits of the double and OR-ing "any of
-// them set" into the lowest kept bit gives a float32 value from which the final round-to-nearest-even
-// yields the correctly rounded T (float32 has >= 2 more bits than T). That holds wherever float32 is
-// normal; below 2^-126 float32 loses precision, which only matters for bfloat16 (float16 flushes that
-// range to zero whatever the intermediate), so bfloat16 rounds |x| < 2^-126 straight onto its subnormal
-// grid with the add-and-subtract trick. Result: every output is the float64 reference correctly rounded to
-// T, for all three dtypes.
+// NB: the float64 path. SPEC 4 asks for every output within one ulp of the float64 result even when var and
+// lr*e*grad nearly cancel; float32 arithmetic cannot promise that (the product alone carries a float32
+// rounding error that the subtraction then exposes), float64 can. float32 data still moves at memory
+// bandwidth (see the benchmark). The operations and their order are exactly those of reference() (mul,
+// mul, add; then mul, sub; no fused multiply-add: the project builds with -ffp-contract=off and this path
+// never calls MulAdd), and the coefficient is one of the plan's three values, computed by the reference's
+// own expression, so the unrounded float64 results are bit-for-bit the reference's.
+//
+// NB: rounding float64 -> T on the float64 path. float32 is one round-to-nearest-even conversion.
+// float16/bfloat16 go through float32 (the storage helpers take float32), and two successive
+// round-to-nearest steps can land one ulp off (and even overflow to Inf where the correct result is the
+// largest finite value). We avoid that with round-to-odd in the first step: truncating the 29 low mantissa
+// bits of the double and OR-ing "any of them set" into the lowest kept bit gives a float32 value from which
+// the final round-to-nearest-even yields the correctly rounded T (float32 has >= 2 more bits than T). That
+// holds wherever float32 is normal; below 2^-126 float32 loses precision, which only matters for bfloat16
+// (float16 flushes that range to zero whatever the intermediate), so bfloat16 rounds |x| < 2^-126 straight
+// onto its subnormal grid with the add-and-subtract trick.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
 #include <type_traits>
 
@@ -215,8 +222,271 @@ HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT 
   }
 }
 
+#if HWY_NATIVE_FMA
+// ---- float16 / bfloat16: float32 evaluation with a per-lane certificate -----------------------------------
+// NB: float64 vectors hold half as many lanes and the correctly rounded narrowing costs a dozen integer
+// operations per result, which made the half types compute-bound at a third of memory bandwidth. SPEC 4
+// asks for one ulp of T, and T has 11 (float16) or 8 (bfloat16) significant bits against float32's 24, so
+// float32 with fused multiply-adds meets it wherever the lane passes a cheap test; a lane that fails is
+// recomputed by the float64 path (UpdateOneExact), so every result is still within one ulp, and each lane's
+// result depends on that lane's inputs alone (not on vector width or thread split). Why it holds:
+//  - m_new = fma(1 - beta, grad, beta * m). beta * m is exact (11 x 11 or 8 x 8 bits, and for bfloat16 the
+//    test below keeps |m|, |grad| >= 2^-40 or zero so nothing underflows); 1 - beta is exact (the plan
+//    checks it); the fma rounds once. So m_new is the exact value rounded to float32: its sign is exact, and
+//    rounding it on to T is within one ulp of T of the reference (double rounding costs at most that).
+//  - var_new = fma(-c, grad, var) with c = coef rounded to float32 (|c - coef| <= 2^-24 |coef|). Its error
+//    is <= 2^-24 (|t| + |coef * grad|) and |coef * grad| <= |var| + |var_new|; the test |var| <= 2^10 |t|
+//    bounds that by ~2^-14 |t|, less than half an ulp of T (>= 2^-11 |t| for float16). Where var and the
+//    update cancel more deeply than that, the lane takes the float64 path.
+//  - The test also sends every non-finite input or result, and results at or beyond T's largest finite
+//    value (where float32 -> T could round across the overflow threshold), to the float64 path.
+// The float64 path for one element (the lanes the certificate rejects); inputs are exact T values.
+HWY_INLINE void UpdateOneExact(const Plan& p, double v, double mm, double g, void* var, void* m, size_t k) {
+  const double mn = p.beta * mm + p.one_minus_beta * g;
+  double coef = p.coef[1];
+  if ((mn > 0 && g > 0) || (mn < 0 && g < 0)) coef = p.coef[2];
+  if ((mn > 0 && g < 0) || (mn < 0 && g > 0)) coef = p.coef[0];
+  if (mn != mn) coef = mn;  // sign(NaN) is NaN
+  store_from_double(var, p.dtype, k, v - coef * g);
+  store_from_double(m, p.dtype, k, mn);
+}
+
+// Loop invariants, built once per range so the loop keeps them in registers.
+template <class DF>
+struct HalfConsts {
+  explicit HalfConsts(DF df, const Plan& p, float limit)
+      : beta(hn::Set(df, p.beta32)),
+        omb(hn::Set(df, p.one_minus_beta32)),
+        c0(hn::Set(df, p.coef32[0])),
+        c1(hn::Set(df, p.coef32[1])),
+        c2(hn::Set(df, p.coef32[2])),
+        cancel(hn::Set(df, 1024.0f)),
+        limit(hn::Set(df, limit)) {}
+  hn::Vec<DF> beta, omb, c0, c1, c2, cancel, limit;
+};
+
+// The float32 update of one vector and its certificate `ok` (see the NB above).
+template <class DF>
+HWY_INLINE void HalfCore(DF df, const HalfConsts<DF>& k, hn::Vec<DF> v, hn::Vec<DF> mm, hn::Vec<DF> g, hn::Vec<DF>* t,
+                         hn::Vec<DF>* mn, hn::Mask<DF>* ok) {
+  const auto zero = hn::Zero(df);
+  *mn = hn::MulAdd(k.omb, g, hn::Mul(k.beta, mm));
+  // sign(m_new) * sign(grad) from the product's sign: nonzero factors are >= 2^-71 in magnitude here, so
+  // the product cannot underflow to zero (an overflow to Inf keeps the sign).
+  const auto prod = hn::Mul(*mn, g);
+  // Where the product is NaN (m_new NaN, or +-Inf times a zero grad) prod * 0 + c1 is NaN, and so is t:
+  // such lanes fail the test below and get the reference's NaN rules on the float64 path. (An infinite
+  // m_new with a nonzero grad has a definite sign_gm, and a finite var_new, as in the reference.)
+  const auto c =
+      hn::IfThenElse(hn::Gt(prod, zero), k.c2, hn::IfThenElse(hn::Lt(prod, zero), k.c0, hn::MulAdd(prod, zero, k.c1)));
+  *t = hn::NegMulAdd(c, g, v);
+  // NaN fails every comparison, so it lands on the float64 path.
+  const auto abs_t = hn::Abs(*t);
+  *ok = hn::And(hn::Le(hn::Abs(v), hn::Mul(abs_t, k.cancel)), hn::Lt(abs_t, k.limit));
+}
+
+// Recomputes the rejected elements (ok[i] == 0) of a step from their original values orig(i, 0..2) (var, m,
+// grad as floats: exact, every T value is a float).
+template <class Orig>
+HWY_NOINLINE void FixRejected(const Plan& p, const uint8_t* ok, size_t count, const Orig& orig, void* var, void* m) {
+  for (size_t i = 0; i < count; ++i) {
+    if (!ok[i]) UpdateOneExact(p, orig(i, 0), orig(i, 1), orig(i, 2), var, m, i);
+  }
+}
+
+// Tail steps load through a zero-filled buffer so that no access goes past the range; padding lanes are
+// zeros, which pass the certificate and are never stored.
+template <typename T, size_t kLen>
+struct TailCopy {
+  TailCopy(const T* v, const T* m, const T* g, size_t n) {
+    std::memcpy(var, v, n * sizeof(T));
+    std::memcpy(mom, m, n * sizeof(T));
+    std::memcpy(grad, g, n * sizeof(T));
+  }
+  alignas(64) T var[kLen] = {};
+  alignas(64) T mom[kLen] = {};
+  alignas(64) T grad[kLen] = {};
+};
+
+// float16: the hardware conversions (F16C) where there are any, else the exact integer sequences.
+// Both steps: kFix = false returns false, having written nothing, when some lane fails the certificate;
+// kFix = true writes every lane, recomputing the failed ones in float64.
+template <bool kTail, bool kFix, class DF>
+HWY_INLINE bool F16Step(DF df, const HalfConsts<DF> k, const Plan& p, hwy::float16_t* HWY_RESTRICT var,
+                        hwy::float16_t* HWY_RESTRICT m, const hwy::float16_t* HWY_RESTRICT grad, size_t count) {
+  using T = hwy::float16_t;
+  hn::Vec<DF> v, mm, g;
+  if constexpr (kTail) {
+    const TailCopy<T, kMaxF32Lanes> c(var, m, grad, count);
+    v = LoadF32(df, c.var);
+    mm = LoadF32(df, c.mom);
+    g = LoadF32(df, c.grad);
+  } else {
+    v = LoadF32(df, var);
+    mm = LoadF32(df, m);
+    g = LoadF32(df, grad);
+  }
+  hn::Vec<DF> t, mn;
+  hn::Mask<DF> ok;
+  HalfCore(df, k, v, mm, g, &t, &mn, &ok);
+  const bool all_ok = hn::AllTrue(df, ok);
+  if (!kFix && !all_ok) return false;
+  if constexpr (kTail) {
+    StoreF32N(df, t, var, count);
+    StoreF32N(df, mn, m, count);
+  } else {
+    StoreF32(df, t, var);
+    StoreF32(df, mn, m);
+  }
+  if (kFix && !all_ok) {
+    alignas(64) float orig[3][kMaxF32Lanes], okf[kMaxF32Lanes];
+    hn::Store(v, df, orig[0]);
+    hn::Store(mm, df, orig[1]);
+    hn::Store(g, df, orig[2]);
+    hn::Store(hn::IfThenElseZero(ok, hn::Set(df, 1.0f)), df, okf);
+    const size_t n = kTail ? count : hn::Lanes(df);
+    uint8_t oks[kMaxF32Lanes];
+    for (size_t i = 0; i < n; ++i) oks[i] = okf[i] != 0.0f;
+    FixRejected(
+        p, oks, n, [&](size_t i, int a) { return orig[a][i]; }, var, m);
+  }
+  return true;
+}
+
+// bfloat16: 2 * Lanes(df) elements per step as float32 pairs. Element 2j is the low half of 32-bit lane j
+// and element 2j + 1 the high half, so widening is one shift (even) or one mask (odd) per vector, and
+// narrowing rounds each result in place and merges the two high halves back with one blend. (Highway
+// 1.0.3 has no rounding float32 -> bfloat16 conversion; this is the cheapest exact one, and it needs no NaN
+// handling here because rejected lanes, the only ones that can be NaN, are rewritten by FixRejected.)
+// float32 bits -> bits whose upper half is the bfloat16 rounded to nearest-even (finite inputs).
+template <class DU>
+struct Bf16Rounder {
+  explicit Bf16Rounder(DU du) : half_minus_one(hn::Set(du, 0x7FFFu)), one(hn::Set(du, 1u)) {}
+  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DU> bits) const {
+    return hn::Add(bits, hn::Add(half_minus_one, hn::And(hn::ShiftRight<16>(bits), one)));
+  }
+  hn::Vec<DU> half_minus_one, one;
+};
+
+template <bool kTail, bool kFix, class DF, class Rounder>
+HWY_INLINE bool Bf16Step(DF df, const HalfConsts<DF> k, const Rounder round, const Plan& p,
+                         hwy::bfloat16_t* HWY_RESTRICT var, hwy::bfloat16_t* HWY_RESTRICT m,
+                         const hwy::bfloat16_t* HWY_RESTRICT grad, size_t count) {
+  using T = hwy::bfloat16_t;
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Repartition<uint16_t, DF> du16;
+  const hn::Repartition<int16_t, DF> di16;
+  using V16 = hn::Vec<decltype(du16)>;
+  V16 rv, rm, rg;
+  if constexpr (kTail) {
+    const TailCopy<T, 2 * kMaxF32Lanes> c(var, m, grad, count);
+    rv = hn::Load(du16, reinterpret_cast<const uint16_t*>(c.var));
+    rm = hn::Load(du16, reinterpret_cast<const uint16_t*>(c.mom));
+    rg = hn::Load(du16, reinterpret_cast<const uint16_t*>(c.grad));
+  } else {
+    rv = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(var));
+    rm = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(m));
+    rg = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(grad));
+  }
+  const auto hi = hn::Set(du, 0xFFFF0000u);
+  auto even = [&](V16 r) { return hn::BitCast(df, hn::ShiftLeft<16>(hn::BitCast(du, r))); };
+  auto odd = [&](V16 r) { return hn::BitCast(df, hn::And(hn::BitCast(du, r), hi)); };
+  hn::Vec<DF> te, me, to, mo;
+  hn::Mask<DF> oke, oko;
+  HalfCore(df, k, even(rv), even(rm), even(rg), &te, &me, &oke);
+  HalfCore(df, k, odd(rv), odd(rm), odd(rg), &to, &mo, &oko);
+  // bfloat16 shares float32's exponent range: a nonzero |grad| below 2^-40 could underflow in the sign
+  // product. (|x| + 0x7FFF as int16 is below 0xAB7E exactly for bits 1..0x2B7F, i.e. 0 < |x| < 2^-40, and
+  // positive for zero.) A tiny m needs no test: with grad = 0 or |grad| >= 2^-40, m_new is either
+  // beta * m rounded once to float32 (grad = 0, sign_gm = 0 whatever m_new's sign) or dominated by
+  // (1 - beta) * grad >= 2^-48, so the <= 2^-150 error of an underflowing beta * m is far below an ulp.
+  const auto mag = hn::Set(du16, 0x7FFFu);
+  const auto tiny_lim = hn::Set(di16, static_cast<int16_t>(0xAB7E));
+  const auto tiny_g = hn::Lt(hn::BitCast(di16, hn::Add(hn::And(rg, mag), mag)), tiny_lim);
+  const bool all_ok = hn::AllTrue(df, hn::And(oke, oko)) && hn::AllFalse(di16, tiny_g);
+  if (!kFix && !all_ok) return false;
+  auto narrow = [&](hn::Vec<DF> e, hn::Vec<DF> o) {
+    return hn::OddEven(hn::BitCast(du16, round(hn::BitCast(du, o))),
+                       hn::BitCast(du16, hn::ShiftRight<16>(round(hn::BitCast(du, e)))));
+  };
+  if constexpr (kTail) {
+    alignas(64) uint16_t out[2 * kMaxF32Lanes];
+    hn::Store(narrow(te, to), du16, out);
+    std::memcpy(var, out, count * sizeof(T));
+    hn::Store(narrow(me, mo), du16, out);
+    std::memcpy(m, out, count * sizeof(T));
+  } else {
+    hn::StoreU(narrow(te, to), du16, reinterpret_cast<uint16_t*>(var));
+    hn::StoreU(narrow(me, mo), du16, reinterpret_cast<uint16_t*>(m));
+  }
+  if (kFix && !all_ok) {
+    alignas(64) uint16_t orig[3][2 * kMaxF32Lanes];
+    alignas(64) float okf[2][kMaxF32Lanes];
+    hn::Store(rv, du16, orig[0]);
+    hn::Store(rm, du16, orig[1]);
+    hn::Store(rg, du16, orig[2]);
+    hn::Store(hn::IfThenElseZero(oke, hn::Set(df, 1.0f)), df, okf[0]);
+    hn::Store(hn::IfThenElseZero(oko, hn::Set(df, 1.0f)), df, okf[1]);
+    auto value = [&](size_t i, int a) { return load_as_double(orig[a], DType::kBFloat16, i); };
+    auto tiny_at = [&](size_t i, int a) { return value(i, a) != 0 && std::fabs(value(i, a)) < 0x1p-40; };
+    const size_t n = kTail ? count : 2 * hn::Lanes(df);
+    uint8_t oks[2 * kMaxF32Lanes];
+    for (size_t i = 0; i < n; ++i) oks[i] = okf[i % 2][i / 2] != 0.0f && !tiny_at(i, 2);
+    FixRejected(p, oks, n, value, var, m);
+  }
+  return true;
+}
+
+// One step of either type, with the float64 fix-up (out of line: the hot loop then makes no calls and
+// keeps its constants in registers).
+template <bool kTail, typename T>
+HWY_NOINLINE void HalfStepWithFix(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad,
+                                  size_t count) {
+  using DF = hn::ScalableTag<float>;
+  const DF df;
+  if constexpr (std::is_same_v<T, hwy::float16_t>) {
+    F16Step<kTail, true>(df, HalfConsts<DF>(df, p, 65504.0f), p, var, m, grad, count);
+  } else {
+    const hn::RebindToUnsigned<DF> du;
+    Bf16Step<kTail, true>(df, HalfConsts<DF>(df, p, 3.0e38f), Bf16Rounder<decltype(du)>(du), p, var, m, grad, count);
+  }
+}
+
+template <typename T>
+void UpdateHalf(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad, size_t n) {
+  using DF = hn::ScalableTag<float>;
+  const DF df;
+  constexpr bool kF16 = std::is_same_v<T, hwy::float16_t>;
+  const size_t N = kF16 ? hn::Lanes(df) : 2 * hn::Lanes(df);
+  size_t i = 0;
+  for (;;) {
+    const HalfConsts<DF> k(df, p, kF16 ? 65504.0f : 3.0e38f);
+    const hn::RebindToUnsigned<DF> du;
+    const Bf16Rounder<decltype(du)> round(du);
+    for (; i + N <= n; i += N) {
+      bool done;
+      if constexpr (kF16) {
+        done = F16Step<false, false>(df, k, p, var + i, m + i, grad + i, N);
+      } else {
+        done = Bf16Step<false, false>(df, k, round, p, var + i, m + i, grad + i, N);
+      }
+      if (HWY_UNLIKELY(!done)) break;
+    }
+    if (i + N > n) break;
+    HalfStepWithFix<false>(p, var + i, m + i, grad + i, N);
+    i += N;
+  }
+  if (i < n) HalfStepWithFix<true>(p, var + i, m + i, grad + i, n - i);
+}
+#endif  // HWY_NATIVE_FMA
+
 template <typename T>
 void UpdateTyped(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad, size_t n) {
+#if HWY_NATIVE_FMA
+  if constexpr (!std::is_same_v<T, float>) {
+    if (p.half_fast) return UpdateHalf(p, var, m, grad, n);
+  }
+#endif
   const hn::ScalableTag<double> dd;
   const size_t N = hn::Lanes(dd) * (kSplitFullVectors<T> ? 2 : 1);
   size_t i = 0;

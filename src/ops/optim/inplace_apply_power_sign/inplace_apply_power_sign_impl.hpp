@@ -49,6 +49,11 @@ struct Plan {
   double coef[3];
   double beta;
   double one_minus_beta;
+  /// float16/bfloat16 only: the float32 evaluation (see inplace_apply_power_sign_cpu.cc) applies, i.e. each
+  /// coefficient is 0 or in [2^-60, 2^60] and 1 - beta is exact in float32. Otherwise the float64 path runs.
+  bool half_fast;
+  float coef32[3];  ///< coef rounded to float32
+  float beta32, one_minus_beta32;
 };
 
 /// Below this many elements per thread, starting threads costs more than it saves.
