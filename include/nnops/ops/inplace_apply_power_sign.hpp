@@ -5,8 +5,10 @@
 //   sign_gm = sign(m_new) * sign(grad)
 //   var_new = var - lr * exp(logbase * sign_decay * sign_gm) * grad
 //
-// The per-element update is computed in float64 and rounded once to the storage dtype, so every output
-// is the float64 result correctly rounded (float32) or within one ulp of it (float16/bfloat16).
+// float32: the per-element update is computed in float64 and rounded once, so every output is the float64
+// result correctly rounded. float16/bfloat16: on SIMD targets with fused multiply-add, in float32 with a
+// per-element check that sends doubtful elements (cancellation, non-finite, near overflow) to the float64
+// path; every output is within one ulp of the float64 result (SPEC.md 4), most are correctly rounded.
 #pragma once
 
 #include "nnops/context.hpp"
