@@ -1,15 +1,24 @@
 // GroupNormalizationGrad CPU kernels: Highway, one source compiled for every target, picked at run time.
 //
 // Two passes per group. Pass 1 forms s1 = sum dy*gamma and S = sum dy*gamma*(x - mean) in float64
-// (the products of float32 values are exact in float64, so cancellation in the sums costs nothing),
-// per block of kBlock elements; blocks are added in order. Pass 2 is float32:
+// from exact products (so cancellation in the sums costs nothing), per block of kBlock elements; blocks
+// are added in order. float32 products (24x24 bits) are formed in float64. For the half types the
+// product is formed in float32, which is exact there, and only it and x are widened (half the
+// conversions): always for float16 (11x11 bits, range [2^-48, 2^32]); for bfloat16 (8x8 bits) unless a
+// product can leave float32's normal range, which the block checks (smallest nonzero |dy|, |gamma|
+// below 2^-63, or a non-finite s1) and then recomputes with float64 products. Either way s1 and S are
+// float64 sums of the same exact products, so the error argument of kBoundC (impl header) is unchanged;
+// which path a block takes depends on its data only, never on the thread count. Pass 2 is float32:
 //   dx_i = gamma_i * ((rstd*dy_i - k0) - k1*(x_i - mean)),  k0 = rstd*s1/M,  k1 = rstd^3*S/M,
 // which is SPEC.md's (rstd/M)*gamma*(M*dy - s1 - xhat*s2) with s2 = rstd*S, regrouped so that each
-// element costs one subtraction, two multiplies and one fused multiply-add.
+// element costs one subtraction, two multiplies and one fused multiply-add. bfloat16 vectors are split
+// into even and odd elements (one integer operation per float vector each way) in both passes.
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <type_traits>
 
 #include "src/core/check.hpp"
@@ -27,15 +36,12 @@ HWY_BEFORE_NAMESPACE();
 namespace nnops {
 namespace HWY_NAMESPACE {
 
-// Storage types whose widening to float32 is an integer sequence (cost per vector, not per lane).
+// Pass 1 over n elements of one block, every product formed in float64: *s1 = sum dy*gamma,
+// *s = sum dy*gamma*(x - mean). Used for float32 (24x24-bit products need float64) and as the fallback of
+// the half-type blocks below.
 template <typename T>
-constexpr bool kWidenPerVector = std::is_same_v<T, hwy::bfloat16_t> ||
-                                 (std::is_same_v<T, hwy::float16_t> && !NNOPS_NATIVE_F16);
-
-// Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64.
-template <typename T>
-HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
-                                  size_t n, double mean, double* s1, double* s) {
+HWY_NOINLINE void GnGradBlockSumsWide(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
+                                      size_t n, double mean, double* s1, double* s) {
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
   // NB: loading half-width float vectors and widening each straight to double costs one conversion per
   // lane; loading full float vectors and splitting them would add a cross-lane shuffle per half.
@@ -52,28 +58,13 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
     accs = hn::MulAdd(p, hn::Sub(hn::PromoteTo(dd, vx), vmean), accs);
   };
   size_t i = 0;
-  if constexpr (kWidenPerVector<T>) {
-    // bfloat16 (and software float16) widen with integer sequences whose cost is per vector: widen a full
-    // float32 vector once and split it into two float64 halves.
-    const hn::Repartition<float, decltype(dd)> dfull;
-    const hn::Half<decltype(dfull)> dhalf;
-    auto split_step = [&](hn::Vec<decltype(dfull)> vx, hn::Vec<decltype(dfull)> vdy, hn::Vec<decltype(dfull)> vg) {
-      step(hn::LowerHalf(dhalf, vx), hn::LowerHalf(dhalf, vdy), hn::LowerHalf(dhalf, vg), a1, as);
-      step(hn::UpperHalf(dhalf, vx), hn::UpperHalf(dhalf, vdy), hn::UpperHalf(dhalf, vg), b1, bs);
-    };
-    for (; i + 2 * N <= n; i += 2 * N)
-      split_step(LoadF32(dfull, x + i), LoadF32(dfull, dy + i), LoadF32(dfull, gamma + i));
-    if (i < n)
-      split_step(LoadF32N(dfull, x + i, n - i), LoadF32N(dfull, dy + i, n - i), LoadF32N(dfull, gamma + i, n - i));
-  } else {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      step(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i), a1, as);
-      step(LoadF32(df, x + i + N), LoadF32(df, dy + i + N), LoadF32(df, gamma + i + N), b1, bs);
-    }
-    for (; i + N <= n; i += N) step(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i), a1, as);
-    // Padding lanes read as zero: dy*gamma = 0 adds nothing to either sum.
-    if (i < n) step(LoadF32N(df, x + i, n - i), LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i), a1, as);
+  for (; i + 2 * N <= n; i += 2 * N) {
+    step(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i), a1, as);
+    step(LoadF32(df, x + i + N), LoadF32(df, dy + i + N), LoadF32(df, gamma + i + N), b1, bs);
   }
+  for (; i + N <= n; i += N) step(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i), a1, as);
+  // Padding lanes read as zero: dy*gamma = 0 adds nothing to either sum.
+  if (i < n) step(LoadF32N(df, x + i, n - i), LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i), a1, as);
   *s1 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a1, b1)));
   *s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(as, bs)));
 #else
@@ -89,6 +80,132 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
   *s1 = t1;
   *s = t2;
 #endif
+}
+
+#if HWY_TARGET != HWY_SCALAR
+// float32 -> bfloat16 round-to-nearest-even, the result in the upper half of each uint32 lane: the
+// sequence of ToStorageBits (simd_convert-inl.h) without its final shift and narrowing.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Bf16RoundedBits(DF /*df*/, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::BitCast(du, v);
+  const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x00400000u)), rounded);
+}
+// bfloat16 bits, viewed as uint32 pairs, split into the even elements (low halves) and the odd ones (high
+// halves) as float32: one integer operation per float vector instead of a widening and a shift.
+template <class DU>
+HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Even(DU /*du*/, hn::Vec<DU> v) {
+  return hn::BitCast(hn::RebindToFloat<DU>(), hn::ShiftLeft<16>(v));
+}
+template <class DU>
+HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Odd(DU du, hn::Vec<DU> v) {
+  return hn::BitCast(hn::RebindToFloat<DU>(), hn::And(v, hn::Set(du, 0xFFFF0000u)));
+}
+#endif
+
+#if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
+// Float64 accumulators of the half-type pass 1: dy*gamma is formed in float32 on full float vectors
+// (exact, see GnGradBlockSums) and only the product and x are widened, half a vector at a time.
+struct GnHalfSums {
+  using DD = hn::ScalableTag<double>;
+  using DF = hn::Repartition<float, DD>;
+  using DH = hn::Half<DF>;
+  hn::Vec<DD> vmean, a1lo, a1hi, aslo, ashi;
+  explicit GnHalfSums(double mean)
+      : vmean(hn::Set(DD(), mean)), a1lo(hn::Zero(DD())), a1hi(a1lo), aslo(a1lo), ashi(a1lo) {}
+  HWY_INLINE void Add(hn::Vec<DF> p, hn::Vec<DH> xlo, hn::Vec<DH> xhi) {
+    const DD dd;
+    const DH dh;
+    const auto plo = hn::PromoteTo(dd, hn::LowerHalf(dh, p)), phi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));
+    a1lo = hn::Add(a1lo, plo);
+    a1hi = hn::Add(a1hi, phi);
+    aslo = hn::MulAdd(plo, hn::Sub(hn::PromoteTo(dd, xlo), vmean), aslo);
+    ashi = hn::MulAdd(phi, hn::Sub(hn::PromoteTo(dd, xhi), vmean), ashi);
+  }
+  HWY_INLINE void Add(hn::Vec<DF> p, hn::Vec<DF> vx) {
+    const DH dh;
+    Add(p, hn::LowerHalf(dh, vx), hn::UpperHalf(dh, vx));
+  }
+  void Finish(double* s1, double* s) const {
+    const DD dd;
+    *s1 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a1lo, a1hi)));
+    *s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(aslo, ashi)));
+  }
+};
+#endif
+
+// Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64.
+template <typename T>
+HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
+                                  size_t n, double mean, double* s1, double* s) {
+#if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::float16_t>) {
+    // float16 has 11-bit significands and exponents in [-24, 15]: dy*gamma has at most 22 significant bits
+    // and lies in [2^-48, 2^32] (or is 0), so the float32 product is exact and equals the float64 one.
+    // Widening the product instead of both factors halves the conversions.
+    const GnHalfSums::DF df;
+    const GnHalfSums::DH dh;
+    const size_t NF = hn::Lanes(df), NH = hn::Lanes(dh);
+    GnHalfSums acc(mean);
+    size_t i = 0;
+    for (; i + NF <= n; i += NF) {
+      const auto p = hn::Mul(LoadF32(df, dy + i), LoadF32(df, gamma + i));
+      if constexpr (NNOPS_NATIVE_F16) {
+        acc.Add(p, LoadF32(dh, x + i), LoadF32(dh, x + i + NH));  // hardware conversion: one per half
+      } else {
+        acc.Add(p, LoadF32(df, x + i));  // integer sequence: once per full vector, then split
+      }
+    }
+    // Padding lanes read as zero: dy*gamma = 0 adds nothing to either sum.
+    if (i < n)
+      acc.Add(hn::Mul(LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i)), LoadF32N(df, x + i, n - i));
+    acc.Finish(s1, s);
+    return;
+  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    // bfloat16 has 8-bit significands, so dy*gamma (16 bits) is exact in float32 unless it leaves float32's
+    // normal range. Downwards that needs a nonzero |dy| or |gamma| below 2^-63 (the block tracks the
+    // smallest nonzero magnitudes); upwards the product becomes Inf, and with Inf/NaN inputs s1 is
+    // non-finite. Either way the block is recomputed with float64 products. Zeros, common in dy, stay on
+    // the fast path. Both paths sum the same exact products; which one runs depends on the block's data.
+    const GnHalfSums::DF df;
+    const hn::RebindToUnsigned<decltype(df)> du;
+    const hn::Repartition<uint16_t, decltype(df)> du16;
+    const size_t N16 = hn::Lanes(du16);
+    GnHalfSums acc(mean);
+    // min over lanes of 2*|bits| - 1 (wrapping): zero maps to 0xFFFF and never lowers the minimum.
+    auto vmin = hn::Set(du16, 0xFFFFu);
+    const auto one = hn::Set(du16, 1u);
+    auto chunk = [&](const hwy::bfloat16_t* px, const hwy::bfloat16_t* pdy, const hwy::bfloat16_t* pg) {
+      const auto rdy = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(pdy));
+      const auto rg = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(pg));
+      vmin = hn::Min(vmin, hn::Min(hn::Sub(hn::Add(rdy, rdy), one), hn::Sub(hn::Add(rg, rg), one)));
+      const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(px)));
+      const auto udy = hn::BitCast(du, rdy), ug = hn::BitCast(du, rg);
+      acc.Add(hn::Mul(Bf16Even(du, udy), Bf16Even(du, ug)), Bf16Even(du, ux));
+      acc.Add(hn::Mul(Bf16Odd(du, udy), Bf16Odd(du, ug)), Bf16Odd(du, ux));
+    };
+    size_t i = 0;
+    for (; i + N16 <= n; i += N16) chunk(x + i, dy + i, gamma + i);
+    if (i < n) {
+      // Zero padding: adds nothing to the sums and is ignored by the range check.
+      alignas(64) hwy::bfloat16_t bx[2 * kMaxF32Lanes] = {}, bdy[2 * kMaxF32Lanes] = {}, bg[2 * kMaxF32Lanes] = {};
+      std::memcpy(bx, x + i, (n - i) * sizeof(T));
+      std::memcpy(bdy, dy + i, (n - i) * sizeof(T));
+      std::memcpy(bg, gamma + i, (n - i) * sizeof(T));
+      chunk(bx, bdy, bg);
+    }
+    acc.Finish(s1, s);
+    alignas(64) uint16_t mins[2 * kMaxF32Lanes];
+    hn::Store(vmin, du16, mins);
+    uint16_t lo = 0xFFFF;
+    for (size_t k = 0; k < N16; ++k) lo = std::min(lo, mins[k]);
+    // 2^-63 is bfloat16 0x2000; 2 * 0x2000 - 1 = 0x3FFF.
+    if (lo < 0x3FFF || !std::isfinite(*s1)) GnGradBlockSumsWide(x, dy, gamma, n, mean, s1, s);
+    return;
+  }
+#endif
+  GnGradBlockSumsWide(x, dy, gamma, n, mean, s1, s);
 }
 
 // Pass 2 over n elements. dx may be the same memory as dy (in place), so no restrict on those two.
@@ -114,6 +231,35 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
     const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; i < head; i += std::min(N, head - i)) f_partial(i, std::min(N, head - i));
+  }
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    // Two float vectors per bfloat16 vector: even elements from the low halves of uint32 pairs, odd ones
+    // from the high halves, and back with one blend. Same arithmetic and rounding per element as f().
+    const hn::RebindToUnsigned<decltype(df)> du;
+    const hn::Repartition<uint16_t, decltype(df)> du16;
+    const size_t N16 = hn::Lanes(du16);
+    auto g = [&](hn::Vec<decltype(df)> vx, hn::Vec<decltype(df)> vdy, hn::Vec<decltype(df)> vg) {
+      const auto t = hn::Sub(hn::Mul(vrstd, vdy), vk0);
+      return Bf16RoundedBits(df, hn::Mul(vg, hn::NegMulAdd(vk1, hn::Sub(vx, vmean), t)));
+    };
+    auto f2 = [&](size_t k) {
+      const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + k)));
+      const auto udy = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(dy + k)));
+      const auto ug = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(gamma + k)));
+      const auto even = g(Bf16Even(du, ux), Bf16Even(du, udy), Bf16Even(du, ug));
+      const auto odd = g(Bf16Odd(du, ux), Bf16Odd(du, udy), Bf16Odd(du, ug));
+      return hn::OddEven(hn::BitCast(du16, odd), hn::BitCast(du16, hn::ShiftRight<16>(even)));
+    };
+    uint16_t* out = reinterpret_cast<uint16_t*>(dx);
+    if (stream && HWY_TARGET != HWY_EMU128) {
+      for (; i + N16 <= n; i += N16) hn::Stream(f2(i), du16, out + i);
+    } else {
+      for (; i + N16 <= n; i += N16) hn::StoreU(f2(i), du16, out + i);
+    }
+  }
+#endif
+  if (stream) {
     for (; i + N <= n; i += N) StreamF32(df, f(i), dx + i);
   } else {
     for (; i + N <= n; i += N) StoreF32(df, f(i), dx + i);

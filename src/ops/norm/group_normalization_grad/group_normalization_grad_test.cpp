@@ -152,6 +152,47 @@ TEST(GroupNormGrad, MagnitudeSweep) {
   }
 }
 
+// bfloat16 products dy*gamma below float32's normal range are not exact in float32: such blocks must take
+// the float64-product fallback. Half of dy is zero (those elements' dx is made of s1 and s2 alone, so a
+// wrong sum cannot hide behind M*dy) and the nonzero products are around 2^-155, which float32 would
+// flush to zero. rstd = 2^126 lifts dx into bfloat16's normal range. Mixed with ordinary blocks.
+TEST(GroupNormGrad, BFloat16TinyProductsTakeTheExactPath) {
+  const DType bf = DType::kBFloat16;
+  const std::vector<int64_t> shape = {2, 3, 4100};  // blocks of 2048, 2048 and 4 elements
+  Problem p(bf, DType::kFloat32, shape, 31);
+  std::mt19937_64 rng(32);
+  std::uniform_real_distribution<double> u(0.5, 1);
+  std::normal_distribution<double> nd(0, 1);
+  const int64_t m = shape[2];
+  for (int64_t grp = 0; grp < 6; ++grp) {
+    if (grp >= 4) continue;  // ordinary groups: the fast path in the same call
+    p.mean.set(grp, 0);
+    p.rstd.set(grp, std::ldexp(1.0, 126));
+    for (int64_t i = 0; i < m; ++i) {
+      const int64_t k = grp * m + i;
+      const double sign = (rng() & 1) ? 1 : -1;
+      p.x.set(k, std::ldexp(nd(rng), -124));
+      p.dy.set(k, i % 2 ? sign * std::ldexp(u(rng), -80) : 0.0);
+      p.gamma.set(k, ((rng() & 1) ? 1 : -1) * std::ldexp(u(rng), -75));
+    }
+  }
+  // Group 5: ordinary except for a subnormal product in its last block (the 4-element tail).
+  p.dy.set(5 * m + m - 2, std::ldexp(1.0, -100));
+  p.gamma.set(5 * m + m - 2, std::ldexp(1.0, -40));
+  const Expected e = expected(p);
+  double worst = 0;
+  testing::for_each_isa([&](const std::string& isa) {
+    SCOPED_TRACE(isa);
+    HostBuffer dx(bf, shape);
+    ASSERT_TRUE(run(p, dx).is_ok());
+    worst = std::max(worst, expect_within_bound(dx, e));
+    HostBuffer dx2(bf, shape);
+    ASSERT_TRUE(run(p, dx2, 2).is_ok());
+    EXPECT_TRUE(dx2.same_bytes(dx));
+  });
+  std::printf("bfloat16 tiny products: worst error/bound ratio %.3g\n", worst);
+}
+
 // dx written into dy's buffer gives the same bits as a separate output.
 TEST(GroupNormGrad, InPlaceOnDy) {
   for (DType t : kDTypes) {
