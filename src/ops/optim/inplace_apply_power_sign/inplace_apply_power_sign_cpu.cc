@@ -4,7 +4,7 @@
 //  - float64 (float32 data everywhere; float16/bfloat16 on targets without fused multiply-add, and for the
 //    lanes the float32 path rejects): every output is the float64 reference correctly rounded to T.
 //  - float32 with fused multiply-adds (float16/bfloat16 where the target has FMA): within SPEC 4's one ulp
-//    of T, certified per lane; see the NB at UpdateOneExact. About 3x faster for the half types, which the
+//    of T, certified per lane; see the NB at HalfConsts. About 3x faster for the half types, which the
 //    float64 path left compute-bound at a third of memory bandwidth.
 //
 // NB: the float64 path. SPEC 4 asks for every output within one ulp of the float64 result even when var and
@@ -49,22 +49,28 @@ namespace power_sign_kernel {
 
 using power_sign::Plan;
 
+// The reference's float64 update of element k, rounded once to T by store_from_double (inputs are exact
+// T values). The scalar targets run it for every element, the vector targets for the lanes the half
+// types' float32 certificate rejects.
+HWY_INLINE void UpdateOneExact(const Plan& p, double v, double mm, double g, void* var, void* m, size_t k) {
+  const double mn = p.beta * mm + p.one_minus_beta * g;
+  double coef = p.coef[1];
+  if ((mn > 0 && g > 0) || (mn < 0 && g < 0)) coef = p.coef[2];
+  if ((mn > 0 && g < 0) || (mn < 0 && g > 0)) coef = p.coef[0];
+  if (mn != mn) coef = mn;  // sign(NaN) is NaN
+  store_from_double(var, p.dtype, k, v - coef * g);
+  store_from_double(m, p.dtype, k, mn);
+}
+
 #if HWY_TARGET == HWY_SCALAR || !HWY_HAVE_FLOAT64
 
-// Targets without float64 vectors (or without vector halves) run the same float64 arithmetic one element
-// at a time; store_from_double rounds once, directly to T.
+// Targets without float64 vectors (or without vector halves) run the float64 arithmetic one element at a
+// time.
 void UpdateRange(const Plan& p, void* var, void* m, const void* grad, int64_t begin, int64_t end) {
   for (int64_t i = begin; i < end; ++i) {
     const size_t k = static_cast<size_t>(i);
-    const double v = load_as_double(var, p.dtype, k), mm = load_as_double(m, p.dtype, k);
-    const double g = load_as_double(grad, p.dtype, k);
-    const double mn = p.beta * mm + p.one_minus_beta * g;
-    double coef = p.coef[1];
-    if ((mn > 0 && g > 0) || (mn < 0 && g < 0)) coef = p.coef[2];
-    if ((mn > 0 && g < 0) || (mn < 0 && g > 0)) coef = p.coef[0];
-    if (mn != mn) coef = mn;  // sign(NaN) is NaN
-    store_from_double(var, p.dtype, k, v - coef * g);
-    store_from_double(m, p.dtype, k, mn);
+    UpdateOneExact(p, load_as_double(var, p.dtype, k), load_as_double(m, p.dtype, k), load_as_double(grad, p.dtype, k),
+                   var, m, k);
   }
 }
 
@@ -230,26 +236,17 @@ HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT 
 // float32 with fused multiply-adds meets it wherever the lane passes a cheap test; a lane that fails is
 // recomputed by the float64 path (UpdateOneExact), so every result is still within one ulp, and each lane's
 // result depends on that lane's inputs alone (not on vector width or thread split). Why it holds:
-//  - m_new = fma(1 - beta, grad, beta * m). beta * m is exact (11 x 11 or 8 x 8 bits, and for bfloat16 the
-//    test below keeps |m|, |grad| >= 2^-40 or zero so nothing underflows); 1 - beta is exact (the plan
-//    checks it); the fma rounds once. So m_new is the exact value rounded to float32: its sign is exact, and
-//    rounding it on to T is within one ulp of T of the reference (double rounding costs at most that).
+//  - m_new = fma(1 - beta, grad, beta * m). beta * m is exact (11 x 11 or 8 x 8 bits; for bfloat16 see
+//    Bf16Step on tiny values); 1 - beta is exact (the plan checks it); the fma rounds once. So m_new is the
+//    exact value rounded to float32: its sign is exact, and rounding it on to T (to nearest) is within one
+//    ulp of T of the reference (double rounding costs at most that).
 //  - var_new = fma(-c, grad, var) with c = coef rounded to float32 (|c - coef| <= 2^-24 |coef|). Its error
 //    is <= 2^-24 (|t| + |coef * grad|) and |coef * grad| <= |var| + |var_new|; the test |var| <= 2^10 |t|
 //    bounds that by ~2^-14 |t|, less than half an ulp of T (>= 2^-11 |t| for float16). Where var and the
 //    update cancel more deeply than that, the lane takes the float64 path.
-//  - The test also sends every non-finite input or result, and results at or beyond T's largest finite
-//    value (where float32 -> T could round across the overflow threshold), to the float64 path.
-// The float64 path for one element (the lanes the certificate rejects); inputs are exact T values.
-HWY_INLINE void UpdateOneExact(const Plan& p, double v, double mm, double g, void* var, void* m, size_t k) {
-  const double mn = p.beta * mm + p.one_minus_beta * g;
-  double coef = p.coef[1];
-  if ((mn > 0 && g > 0) || (mn < 0 && g < 0)) coef = p.coef[2];
-  if ((mn > 0 && g < 0) || (mn < 0 && g > 0)) coef = p.coef[0];
-  if (mn != mn) coef = mn;  // sign(NaN) is NaN
-  store_from_double(var, p.dtype, k, v - coef * g);
-  store_from_double(m, p.dtype, k, mn);
-}
+//  - The test also sends every lane with a non-finite input (HalfCore makes var_new NaN or infinite there,
+//    or reproduces the reference's infinities exactly) and every result at or beyond T's largest finite
+//    value (where float32 -> T could round across the overflow threshold) to the float64 path.
 
 // Loop invariants, built once per range so the loop keeps them in registers.
 template <class DF>
