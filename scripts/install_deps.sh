@@ -5,6 +5,7 @@
 #   --sanitizers   also the clang toolchain of the asan, tsan and fuzz presets (docs/reliability.md):
 #                  clang-14, its sanitizer and libFuzzer runtimes, LLVM's OpenMP (with the Archer TSan
 #                  tool) and llvm-symbolizer. .ci/run passes it.
+#   --cross-arm    also g++-aarch64-linux-gnu, for scripts/check_cross_arm.sh (.ci/run passes it).
 set -euo pipefail
 
 PKGS=(cmake ninja-build g++ make pkg-config libhwy-dev libgtest-dev libgmock-dev googletest
@@ -12,7 +13,8 @@ PKGS=(cmake ninja-build g++ make pkg-config libhwy-dev libgtest-dev libgmock-dev
 for arg in "$@"; do
   case "$arg" in
     --sanitizers) PKGS+=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14) ;;
-    *) echo "install_deps: unknown option $arg (known: --sanitizers)" >&2; exit 2 ;;
+    --cross-arm) PKGS+=(g++-aarch64-linux-gnu) ;;
+    *) echo "install_deps: unknown option $arg (known: --sanitizers, --cross-arm)" >&2; exit 2 ;;
   esac
 done
 

@@ -106,33 +106,35 @@ HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Odd(DU du, hn::Vec<DU> v) {
 
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
 // Float64 accumulators of the half-type pass 1: dy*gamma is formed in float32 on full float vectors
-// (exact, see GnGradBlockSums) and only the product and x are widened, half a vector at a time.
-struct GnHalfSums {
-  using DD = hn::ScalableTag<double>;
-  using DF = hn::Repartition<float, DD>;
-  using DH = hn::Half<DF>;
-  hn::Vec<DD> vmean, a1lo, a1hi, aslo, ashi;
-  explicit GnHalfSums(double mean)
-      : vmean(hn::Set(DD(), mean)), a1lo(hn::Zero(DD())), a1hi(a1lo), aslo(a1lo), ashi(a1lo) {}
-  HWY_INLINE void Add(hn::Vec<DF> p, hn::Vec<DH> xlo, hn::Vec<DH> xhi) {
-    const DD dd;
-    const DH dh;
-    const auto plo = hn::PromoteTo(dd, hn::LowerHalf(dh, p)), phi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));
-    a1lo = hn::Add(a1lo, plo);
-    a1hi = hn::Add(a1hi, phi);
-    aslo = hn::MulAdd(plo, hn::Sub(hn::PromoteTo(dd, xlo), vmean), aslo);
-    ashi = hn::MulAdd(phi, hn::Sub(hn::PromoteTo(dd, xhi), vmean), ashi);
-  }
-  HWY_INLINE void Add(hn::Vec<DF> p, hn::Vec<DF> vx) {
-    const DH dh;
-    Add(p, hn::LowerHalf(dh, vx), hn::UpperHalf(dh, vx));
-  }
-  void Finish(double* s1, double* s) const {
-    const DD dd;
-    *s1 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a1lo, a1hi)));
-    *s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(aslo, ashi)));
-  }
-};
+// (exact, see GnGradBlockSums) and only the product and x are widened, half a vector at a time. (Plain
+// variables, not a struct: SVE vectors are sizeless and cannot be members.)
+using GnDD = hn::ScalableTag<double>;
+using GnDF = hn::Repartition<float, GnDD>;
+using GnDH = hn::Half<GnDF>;
+using GnVD = hn::Vec<GnDD>;
+
+HWY_INLINE void GnHalfAdd(hn::Vec<GnDF> p, hn::Vec<GnDH> xlo, hn::Vec<GnDH> xhi, GnVD vmean, GnVD& a1lo, GnVD& a1hi,
+                          GnVD& aslo, GnVD& ashi) {
+  const GnDD dd;
+  const GnDH dh;
+  const auto plo = hn::PromoteTo(dd, hn::LowerHalf(dh, p)), phi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));
+  a1lo = hn::Add(a1lo, plo);
+  a1hi = hn::Add(a1hi, phi);
+  aslo = hn::MulAdd(plo, hn::Sub(hn::PromoteTo(dd, xlo), vmean), aslo);
+  ashi = hn::MulAdd(phi, hn::Sub(hn::PromoteTo(dd, xhi), vmean), ashi);
+}
+
+HWY_INLINE void GnHalfAddFull(hn::Vec<GnDF> p, hn::Vec<GnDF> vx, GnVD vmean, GnVD& a1lo, GnVD& a1hi, GnVD& aslo,
+                              GnVD& ashi) {
+  const GnDH dh;
+  GnHalfAdd(p, hn::LowerHalf(dh, vx), hn::UpperHalf(dh, vx), vmean, a1lo, a1hi, aslo, ashi);
+}
+
+HWY_INLINE void GnHalfFinish(GnVD a1lo, GnVD a1hi, GnVD aslo, GnVD ashi, double* s1, double* s) {
+  const GnDD dd;
+  *s1 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a1lo, a1hi)));
+  *s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(aslo, ashi)));
+}
 #endif
 
 // Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64.
@@ -144,23 +146,26 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
     // float16 has 11-bit significands and exponents in [-24, 15]: dy*gamma has at most 22 significant bits
     // and lies in [2^-48, 2^32] (or is 0), so the float32 product is exact and equals the float64 one.
     // Widening the product instead of both factors halves the conversions.
-    const GnHalfSums::DF df;
-    const GnHalfSums::DH dh;
+    const GnDF df;
+    const GnDH dh;
     const size_t NF = hn::Lanes(df), NH = hn::Lanes(dh);
-    GnHalfSums acc(mean);
+    const GnVD vmean = hn::Set(GnDD(), mean);
+    GnVD a1lo = hn::Zero(GnDD()), a1hi = a1lo, aslo = a1lo, ashi = a1lo;
     size_t i = 0;
     for (; i + NF <= n; i += NF) {
       const auto p = hn::Mul(LoadF32(df, dy + i), LoadF32(df, gamma + i));
-      if constexpr (NNOPS_NATIVE_F16) {
-        acc.Add(p, LoadF32(dh, x + i), LoadF32(dh, x + i + NH));  // hardware conversion: one per half
-      } else {
-        acc.Add(p, LoadF32(df, x + i));  // integer sequence: once per full vector, then split
+      if constexpr (NNOPS_NATIVE_F16) {  // hardware conversion: one per half
+        GnHalfAdd(p, LoadF32(dh, x + i), LoadF32(dh, x + i + NH), vmean, a1lo, a1hi, aslo, ashi);
+      } else {  // integer sequence: once per full vector, then split
+        GnHalfAddFull(p, LoadF32(df, x + i), vmean, a1lo, a1hi, aslo, ashi);
       }
     }
     // Padding lanes read as zero: dy*gamma = 0 adds nothing to either sum.
-    if (i < n)
-      acc.Add(hn::Mul(LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i)), LoadF32N(df, x + i, n - i));
-    acc.Finish(s1, s);
+    if (i < n) {
+      GnHalfAddFull(hn::Mul(LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i)), LoadF32N(df, x + i, n - i),
+                    vmean, a1lo, a1hi, aslo, ashi);
+    }
+    GnHalfFinish(a1lo, a1hi, aslo, ashi, s1, s);
     return;
   } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     // bfloat16 has 8-bit significands, so dy*gamma (16 bits) is exact in float32 unless it leaves float32's
@@ -168,11 +173,12 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
     // smallest nonzero magnitudes); upwards the product becomes Inf, and with Inf/NaN inputs s1 is
     // non-finite. Either way the block is recomputed with float64 products. Zeros, common in dy, stay on
     // the fast path. Both paths sum the same exact products; which one runs depends on the block's data.
-    const GnHalfSums::DF df;
+    const GnDF df;
     const hn::RebindToUnsigned<decltype(df)> du;
     const hn::Repartition<uint16_t, decltype(df)> du16;
     const size_t N16 = hn::Lanes(du16);
-    GnHalfSums acc(mean);
+    const GnVD vmean = hn::Set(GnDD(), mean);
+    GnVD a1lo = hn::Zero(GnDD()), a1hi = a1lo, aslo = a1lo, ashi = a1lo;
     // min over lanes of 2*|bits| - 1 (wrapping): zero maps to 0xFFFF and never lowers the minimum.
     auto vmin = hn::Set(du16, 0xFFFFu);
     const auto one = hn::Set(du16, 1u);
@@ -182,8 +188,8 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
       vmin = hn::Min(vmin, hn::Min(hn::Sub(hn::Add(rdy, rdy), one), hn::Sub(hn::Add(rg, rg), one)));
       const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(px)));
       const auto udy = hn::BitCast(du, rdy), ug = hn::BitCast(du, rg);
-      acc.Add(hn::Mul(Bf16Even(du, udy), Bf16Even(du, ug)), Bf16Even(du, ux));
-      acc.Add(hn::Mul(Bf16Odd(du, udy), Bf16Odd(du, ug)), Bf16Odd(du, ux));
+      GnHalfAddFull(hn::Mul(Bf16Even(du, udy), Bf16Even(du, ug)), Bf16Even(du, ux), vmean, a1lo, a1hi, aslo, ashi);
+      GnHalfAddFull(hn::Mul(Bf16Odd(du, udy), Bf16Odd(du, ug)), Bf16Odd(du, ux), vmean, a1lo, a1hi, aslo, ashi);
     };
     size_t i = 0;
     for (; i + N16 <= n; i += N16) chunk(x + i, dy + i, gamma + i);
@@ -195,7 +201,7 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
       std::memcpy(bg, gamma + i, (n - i) * sizeof(T));
       chunk(bx, bdy, bg);
     }
-    acc.Finish(s1, s);
+    GnHalfFinish(a1lo, a1hi, aslo, ashi, s1, s);
     alignas(64) uint16_t mins[2 * kMaxF32Lanes];
     hn::Store(vmin, du16, mins);
     uint16_t lo = 0xFFFF;

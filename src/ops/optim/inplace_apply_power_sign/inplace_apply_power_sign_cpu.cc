@@ -4,7 +4,7 @@
 //  - float64 (float32 data everywhere; float16/bfloat16 on targets without fused multiply-add, and for the
 //    lanes the float32 path rejects): every output is the float64 reference correctly rounded to T.
 //  - float32 with fused multiply-adds (float16/bfloat16 where the target has FMA): within SPEC 4's one ulp
-//    of T, certified per lane; see the NB at HalfConsts. About 3x faster for the half types, which the
+//    of T, certified per lane; see the NB at HalfScalars. About 3x faster for the half types, which the
 //    float64 path left compute-bound at a third of memory bandwidth.
 //
 // NB: the float64 path. SPEC 4 asks for every output within one ulp of the float64 result even when var and
@@ -248,26 +248,20 @@ HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT 
 //    or reproduces the reference's infinities exactly) and every result at or beyond T's largest finite
 //    value (where float32 -> T could round across the overflow threshold) to the float64 path.
 
-// Loop invariants, built once per range so the loop keeps them in registers.
-template <class DF>
-struct HalfConsts {
-  explicit HalfConsts(DF df, const Plan& p, float limit)
-      : beta(hn::Set(df, p.beta32)),
-        omb(hn::Set(df, p.one_minus_beta32)),
-        c0(hn::Set(df, p.coef32[0])),
-        c1(hn::Set(df, p.coef32[1])),
-        c2(hn::Set(df, p.coef32[2])),
-        cancel(hn::Set(df, 1024.0f)),
-        limit(hn::Set(df, limit)) {}
-  hn::Vec<DF> beta, omb, c0, c1, c2, cancel, limit;
+// The float32 path's constants, as scalars (SVE vectors cannot be struct members); passed by value, so
+// the compiler keeps their broadcasts in registers across the loop.
+struct HalfScalars {
+  HalfScalars(const Plan& p, float limit_)
+      : beta(p.beta32), omb(p.one_minus_beta32), c0(p.coef32[0]), c1(p.coef32[1]), c2(p.coef32[2]), limit(limit_) {}
+  float beta, omb, c0, c1, c2, limit;
 };
 
 // The float32 update of one vector and its certificate `ok` (see the NB above).
 template <class DF>
-HWY_INLINE void HalfCore(DF df, const HalfConsts<DF>& k, hn::Vec<DF> v, hn::Vec<DF> mm, hn::Vec<DF> g, hn::Vec<DF>* t,
+HWY_INLINE void HalfCore(DF df, const HalfScalars k, hn::Vec<DF> v, hn::Vec<DF> mm, hn::Vec<DF> g, hn::Vec<DF>* t,
                          hn::Vec<DF>* mn, hn::Mask<DF>* ok) {
   const auto zero = hn::Zero(df);
-  *mn = hn::MulAdd(k.omb, g, hn::Mul(k.beta, mm));
+  *mn = hn::MulAdd(hn::Set(df, k.omb), g, hn::Mul(hn::Set(df, k.beta), mm));
   // sign(m_new) * sign(grad) from the product's sign: nonzero factors are >= 2^-71 in magnitude here, so
   // the product cannot underflow to zero (an overflow to Inf keeps the sign).
   const auto prod = hn::Mul(*mn, g);
@@ -275,11 +269,12 @@ HWY_INLINE void HalfCore(DF df, const HalfConsts<DF>& k, hn::Vec<DF> v, hn::Vec<
   // such lanes fail the test below and get the reference's NaN rules on the float64 path. (An infinite
   // m_new with a nonzero grad has a definite sign_gm, and a finite var_new, as in the reference.)
   const auto c =
-      hn::IfThenElse(hn::Gt(prod, zero), k.c2, hn::IfThenElse(hn::Lt(prod, zero), k.c0, hn::MulAdd(prod, zero, k.c1)));
+      hn::IfThenElse(hn::Gt(prod, zero), hn::Set(df, k.c2),
+                     hn::IfThenElse(hn::Lt(prod, zero), hn::Set(df, k.c0), hn::MulAdd(prod, zero, hn::Set(df, k.c1))));
   *t = hn::NegMulAdd(c, g, v);
   // NaN fails every comparison, so it lands on the float64 path.
   const auto abs_t = hn::Abs(*t);
-  *ok = hn::And(hn::Le(hn::Abs(v), hn::Mul(abs_t, k.cancel)), hn::Lt(abs_t, k.limit));
+  *ok = hn::And(hn::Le(hn::Abs(v), hn::Mul(abs_t, hn::Set(df, 1024.0f))), hn::Lt(abs_t, hn::Set(df, k.limit)));
 }
 
 // Recomputes the rejected elements (ok[i] == 0) of a step from their original values orig(i, 0..2) (var, m,
@@ -309,7 +304,7 @@ struct TailCopy {
 // Both steps: kFix = false returns false, having written nothing, when some lane fails the certificate;
 // kFix = true writes every lane, recomputing the failed ones in float64.
 template <bool kTail, bool kFix, class DF>
-HWY_INLINE bool F16Step(DF df, const HalfConsts<DF> k, const Plan& p, hwy::float16_t* HWY_RESTRICT var,
+HWY_INLINE bool F16Step(DF df, const HalfScalars k, const Plan& p, hwy::float16_t* HWY_RESTRICT var,
                         hwy::float16_t* HWY_RESTRICT m, const hwy::float16_t* HWY_RESTRICT grad, size_t count) {
   using T = hwy::float16_t;
   hn::Vec<DF> v, mm, g;
@@ -357,17 +352,9 @@ HWY_INLINE bool F16Step(DF df, const HalfConsts<DF> k, const Plan& p, hwy::float
 // not to even: the certificate's argument needs only some nearest rounding (an error of at most half an
 // ulp), and it saves three integer operations per vector. No NaN handling either: rejected lanes, the only
 // ones that can be NaN, are rewritten by FixRejected.
-template <class DU>
-struct Bf16Rounder {
-  explicit Bf16Rounder(DU du) : half(hn::Set(du, 0x8000u)) {}
-  HWY_INLINE hn::Vec<DU> operator()(hn::Vec<DU> bits) const { return hn::Add(bits, half); }
-  hn::Vec<DU> half;
-};
-
-template <bool kTail, bool kFix, class DF, class Rounder>
-HWY_INLINE bool Bf16Step(DF df, const HalfConsts<DF> k, const Rounder round, const Plan& p,
-                         hwy::bfloat16_t* HWY_RESTRICT var, hwy::bfloat16_t* HWY_RESTRICT m,
-                         const hwy::bfloat16_t* HWY_RESTRICT grad, size_t count) {
+template <bool kTail, bool kFix, class DF>
+HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat16_t* HWY_RESTRICT var,
+                         hwy::bfloat16_t* HWY_RESTRICT m, const hwy::bfloat16_t* HWY_RESTRICT grad, size_t count) {
   using T = hwy::bfloat16_t;
   const hn::RebindToUnsigned<DF> du;
   const hn::Repartition<uint16_t, DF> du16;
@@ -402,8 +389,9 @@ HWY_INLINE bool Bf16Step(DF df, const HalfConsts<DF> k, const Rounder round, con
   const bool all_ok = hn::AllTrue(df, hn::And(oke, oko)) && hn::AllFalse(di16, tiny_g);
   if (!kFix && !all_ok) return false;
   auto narrow = [&](hn::Vec<DF> e, hn::Vec<DF> o) {
-    return hn::OddEven(hn::BitCast(du16, round(hn::BitCast(du, o))),
-                       hn::BitCast(du16, hn::ShiftRight<16>(round(hn::BitCast(du, e)))));
+    const auto half = hn::Set(du, 0x8000u);
+    return hn::OddEven(hn::BitCast(du16, hn::Add(hn::BitCast(du, o), half)),
+                       hn::BitCast(du16, hn::ShiftRight<16>(hn::Add(hn::BitCast(du, e), half))));
   };
   if constexpr (kTail) {
     alignas(64) uint16_t out[2 * kMaxF32Lanes];
@@ -441,10 +429,9 @@ HWY_NOINLINE void HalfStepWithFix(const Plan& p, T* HWY_RESTRICT var, T* HWY_RES
   using DF = hn::ScalableTag<float>;
   const DF df;
   if constexpr (std::is_same_v<T, hwy::float16_t>) {
-    F16Step<kTail, true>(df, HalfConsts<DF>(df, p, 65504.0f), p, var, m, grad, count);
+    F16Step<kTail, true>(df, HalfScalars(p, 65504.0f), p, var, m, grad, count);
   } else {
-    const hn::RebindToUnsigned<DF> du;
-    Bf16Step<kTail, true>(df, HalfConsts<DF>(df, p, 3.0e38f), Bf16Rounder<decltype(du)>(du), p, var, m, grad, count);
+    Bf16Step<kTail, true>(df, HalfScalars(p, 3.0e38f), p, var, m, grad, count);
   }
 }
 
@@ -456,15 +443,13 @@ void UpdateHalf(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* 
   const size_t N = kF16 ? hn::Lanes(df) : 2 * hn::Lanes(df);
   size_t i = 0;
   for (;;) {
-    const HalfConsts<DF> k(df, p, kF16 ? 65504.0f : 3.0e38f);
-    const hn::RebindToUnsigned<DF> du;
-    const Bf16Rounder<decltype(du)> round(du);
+    const HalfScalars k(p, kF16 ? 65504.0f : 3.0e38f);
     for (; i + N <= n; i += N) {
       bool done;
       if constexpr (kF16) {
         done = F16Step<false, false>(df, k, p, var + i, m + i, grad + i, N);
       } else {
-        done = Bf16Step<false, false>(df, k, round, p, var + i, m + i, grad + i, N);
+        done = Bf16Step<false, false>(df, k, p, var + i, m + i, grad + i, N);
       }
       if (HWY_UNLIKELY(!done)) break;
     }
