@@ -30,18 +30,29 @@ struct Problem {
         gamma(t, shape),
         mean(stat_t, {shape[0], shape[1]}),
         rstd(stat_t, {shape[0], shape[1]}) {
-    std::mt19937_64 rng(seed);
     const int64_t groups = shape[0] * shape[1], m = groups ? x.numel() / groups : 0;
-    std::uniform_real_distribution<double> off(-3, 3), sd(0.01, 10);
+    // One random stream per group, so that the data do not depend on how many threads generate them (the
+    // large-shape tests fill 64 Mi elements per dtype). dy and gamma are x * 10^e as in fill_random.
+#pragma omp parallel for schedule(dynamic, 1)
     for (int64_t grp = 0; grp < groups; ++grp) {
+      std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(grp));
+      std::uniform_real_distribution<double> off(-3, 3), sd(0.01, 10), u(-1, 1), e_dy(lo, hi), e_g(-1, 1);
       const double mu = off(rng), sigma = sd(rng);
       std::normal_distribution<double> nd(mu, sigma);
-      for (int64_t i = 0; i < m; ++i) x.set(grp * m + i, nd(rng));
+      auto pow10 = [](double e) {  // 10^round(e), correctly rounded for the small exponents used here
+        double r = 1;
+        for (int j = static_cast<int>(std::fabs(std::round(e))); j > 0; --j) r *= 10;
+        return e < 0 ? 1 / r : r;
+      };
+      for (int64_t i = 0; i < m; ++i) {
+        const int64_t k = grp * m + i;
+        x.set(k, nd(rng));
+        dy.set(k, u(rng) * pow10(e_dy(rng)));
+        gamma.set(k, u(rng) * pow10(e_g(rng)));
+      }
       mean.set(grp, mu);
       rstd.set(grp, 1.0 / sigma);
     }
-    fill_random(dy, rng, lo, hi);
-    fill_random(gamma, rng, -1, 1);
   }
   TensorView v(const HostBuffer& b) const { return b.view(); }
 };
@@ -55,8 +66,10 @@ Expected expected(const Problem& p) {
   const int64_t groups = p.mean.numel(), n = p.x.numel(), m = groups ? n / groups : 0;
   e.ref.resize(n);
   e.bound.resize(n);
-  std::vector<double> xs(m), dys(m), gs(m), scale(m);
+  // Groups are independent: computed in parallel (the large-shape tests move 64 Mi elements per dtype).
+#pragma omp parallel for schedule(dynamic, 1)
   for (int64_t grp = 0; grp < groups; ++grp) {
+    std::vector<double> xs(m), dys(m), gs(m), scale(m);
     for (int64_t i = 0; i < m; ++i) {
       xs[i] = p.x.get(grp * m + i);
       dys[i] = p.dy.get(grp * m + i);
@@ -79,13 +92,19 @@ Expected expected(const Problem& p) {
 double expect_within_bound(const HostBuffer& dx, const Expected& e) {
   double worst = 0;
   int64_t bad = 0;
-  for (int64_t i = 0; i < dx.numel(); ++i) {
+  const int64_t n = dx.numel();
+#pragma omp parallel for reduction(max : worst) reduction(+ : bad)
+  for (int64_t i = 0; i < n; ++i) {
+    const double err = std::fabs(dx.get(i) - e.ref[i]);
+    if (!(err <= e.bound[i])) ++bad;
+    if (e.bound[i] > 0) worst = std::max(worst, err / e.bound[i]);
+  }
+  for (int64_t i = 0, shown = 0; bad > 0 && i < n && shown < 3; ++i) {  // the first failures, in order
     const double err = std::fabs(dx.get(i) - e.ref[i]);
     if (!(err <= e.bound[i])) {
-      if (++bad <= 3)
-        ADD_FAILURE() << "element " << i << ": dx=" << dx.get(i) << " ref=" << e.ref[i] << " bound=" << e.bound[i];
+      ++shown;
+      ADD_FAILURE() << "element " << i << ": dx=" << dx.get(i) << " ref=" << e.ref[i] << " bound=" << e.bound[i];
     }
-    if (e.bound[i] > 0) worst = std::max(worst, err / e.bound[i]);
   }
   EXPECT_EQ(bad, 0);
   return worst;
