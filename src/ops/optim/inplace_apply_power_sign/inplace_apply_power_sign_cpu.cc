@@ -379,12 +379,12 @@ HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat1
   HalfCore(df, k, even(rv), even(rm), even(rg), &te, &me, &oke);
   HalfCore(df, k, odd(rv), odd(rm), odd(rg), &to, &mo, &oko);
   // bfloat16 shares float32's exponent range: a nonzero |grad| below 2^-40 could underflow in the sign
-  // product. (|x| + 0x7FFF as int16 is below 0xAB7E exactly for bits 1..0x2B7F, i.e. 0 < |x| < 2^-40, and
+  // product. (|x| + 0x7FFF as int16 is below 0xAB7F exactly for bits 1..0x2B7F, i.e. 0 < |x| < 2^-40, and
   // positive for zero.) A tiny m needs no test: with grad = 0 or |grad| >= 2^-40, m_new is either
   // beta * m rounded once to float32 (grad = 0, sign_gm = 0 whatever m_new's sign) or dominated by
   // (1 - beta) * grad >= 2^-48, so the <= 2^-150 error of an underflowing beta * m is far below an ulp.
   const auto mag = hn::Set(du16, 0x7FFFu);
-  const auto tiny_lim = hn::Set(di16, static_cast<int16_t>(0xAB7E));
+  const auto tiny_lim = hn::Set(di16, static_cast<int16_t>(0xAB7F));
   const auto tiny_g = hn::Lt(hn::BitCast(di16, hn::Add(hn::And(rg, mag), mag)), tiny_lim);
   const bool all_ok = hn::AllTrue(df, hn::And(oke, oko)) && hn::AllFalse(di16, tiny_g);
   if (!kFix && !all_ok) return false;
