@@ -29,6 +29,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <mutex>
 #include <type_traits>
 
@@ -51,15 +52,18 @@ using power_sign::Plan;
 
 // The reference's float64 update of element k, rounded once to T by store_from_double (inputs are exact
 // T values). The scalar targets run it for every element, the vector targets for the lanes the half
-// types' float32 certificate rejects.
+// types' float32 certificate rejects. NaN results are stored as the default quiet NaN: which input NaN
+// an x86 multiply passes on depends on the operand order the compiler picked for this inlined copy, and
+// an element's bits must not depend on which copy (full step or tail) handled it.
 HWY_INLINE void UpdateOneExact(const Plan& p, double v, double mm, double g, void* var, void* m, size_t k) {
   const double mn = p.beta * mm + p.one_minus_beta * g;
   double coef = p.coef[1];
   if ((mn > 0 && g > 0) || (mn < 0 && g < 0)) coef = p.coef[2];
   if ((mn > 0 && g < 0) || (mn < 0 && g > 0)) coef = p.coef[0];
   if (mn != mn) coef = mn;  // sign(NaN) is NaN
-  store_from_double(var, p.dtype, k, v - coef * g);
-  store_from_double(m, p.dtype, k, mn);
+  auto canonical = [](double x) { return x != x ? std::numeric_limits<double>::quiet_NaN() : x; };
+  store_from_double(var, p.dtype, k, canonical(v - coef * g));
+  store_from_double(m, p.dtype, k, canonical(mn));
 }
 
 #if HWY_TARGET == HWY_SCALAR || !HWY_HAVE_FLOAT64
@@ -236,10 +240,12 @@ HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT 
 // float32 with fused multiply-adds meets it wherever the lane passes a cheap test; a lane that fails is
 // recomputed by the float64 path (UpdateOneExact), so every result is still within one ulp, and each lane's
 // result depends on that lane's inputs alone (not on vector width or thread split). Why it holds:
-//  - m_new = fma(1 - beta, grad, beta * m). beta * m is exact (11 x 11 or 8 x 8 bits; for bfloat16 see
-//    Bf16Step on tiny values); 1 - beta is exact (the plan checks it); the fma rounds once. So m_new is the
-//    exact value rounded to float32: its sign is exact, and rounding it on to T (to nearest) is within one
-//    ulp of T of the reference (double rounding costs at most that).
+//  - m_new = fma(1 - beta, grad, beta * m). beta * m is exact (11 x 11 or 8 x 8 bits) unless, in bfloat16,
+//    it falls below 2^-126 (tiny m or tiny beta; see Bf16Step); 1 - beta is exact (the plan checks it);
+//    the fma rounds once. So m_new is the exact value rounded to float32: its sign is exact (a zero
+//    m_new from an underflowed beta * m and grad = 0 may be +0 where the reference's rounds to -0), and
+//    rounding it on to T (to nearest) is within one ulp of T of the reference (double rounding costs at
+//    most that).
 //  - var_new = fma(-c, grad, var) with c = coef rounded to float32 (|c - coef| <= 2^-24 |coef|). Its error
 //    is <= 2^-24 (|t| + |coef * grad|) and |coef * grad| <= |var| + |var_new|; the test |var| <= 2^10 |t|
 //    bounds that by ~2^-14 |t|, less than half an ulp of T (>= 2^-11 |t| for float16). Where var and the
@@ -380,8 +386,9 @@ HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat1
   HalfCore(df, k, odd(rv), odd(rm), odd(rg), &to, &mo, &oko);
   // bfloat16 shares float32's exponent range: a nonzero |grad| below 2^-40 could underflow in the sign
   // product. (|x| + 0x7FFF as int16 is below 0xAB7F exactly for bits 1..0x2B7F, i.e. 0 < |x| < 2^-40, and
-  // positive for zero.) A tiny m needs no test: with grad = 0 or |grad| >= 2^-40, m_new is either
-  // beta * m rounded once to float32 (grad = 0, sign_gm = 0 whatever m_new's sign) or dominated by
+  // positive for zero.) A tiny beta * m (tiny m, or a beta as small as the plan allows: down to 2^-133,
+  // where 1 - beta is 1 in float64 as well) needs no test: with grad = 0 or |grad| >= 2^-40, m_new is
+  // either beta * m rounded to float32 (grad = 0, sign_gm = 0 whatever m_new's sign) or dominated by
   // (1 - beta) * grad >= 2^-48, so the <= 2^-150 error of an underflowing beta * m is far below an ulp.
   const auto mag = hn::Set(du16, 0x7FFFu);
   const auto tiny_lim = hn::Set(di16, static_cast<int16_t>(0xAB7F));
