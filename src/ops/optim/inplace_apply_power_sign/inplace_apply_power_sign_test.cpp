@@ -296,7 +296,7 @@ TEST_P(PowerSignDtypeTest, BetaZeroCopiesGradAndLrZeroKeepsVar) {
 // neighbours are (the half types' float32 path decides per lane whether the float64 path recomputes it):
 // a whole array gives the same bytes as each element updated on its own. Most elements sit beside a
 // midpoint of T (as in NormalResultsNearMidpointsStayWithinOneUlp), where the two paths often differ by
-// an ulp; every 7th must take the float64 path (deep cancellation, NaN, Inf, tiny gradient).
+// an ulp; every 7th must take the float64 path (deep cancellation, NaN, two NaNs, Inf, tiny gradient).
 TEST_P(PowerSignDtypeTest, EachElementDependsOnlyOnItsOwnInputs) {
   const DType t = GetParam();
   const int64_t n = 300;
@@ -312,7 +312,7 @@ TEST_P(PowerSignDtypeTest, EachElementDependsOnlyOnItsOwnInputs) {
     }
     const Scalars st = whole.scalars();
     for (int64_t i = 0; i < n; i += 7) {
-      switch ((i / 7) % 4) {
+      switch ((i / 7) % 5) {
         case 0:  // deep cancellation: var = lr * grad, var_new ~ -2^-21 var
           whole.grad.set(i, 4.0);
           whole.m.set(i, 4.0);
@@ -323,6 +323,10 @@ TEST_P(PowerSignDtypeTest, EachElementDependsOnlyOnItsOwnInputs) {
           break;
         case 2:
           whole.var.set(i, -kInf);
+          break;
+        case 3:  // two NaNs of opposite signs meet in coef * grad
+          whole.m.set(i, -kNaN);
+          whole.grad.set(i, kNaN);
           break;
         default:
           whole.grad.set(i, t == DType::kFloat16 ? 0x1p-24 : 0x1p-60);
