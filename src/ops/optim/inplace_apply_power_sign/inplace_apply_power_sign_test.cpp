@@ -340,9 +340,16 @@ TEST_P(PowerSignDtypeTest, EachElementDependsOnlyOnItsOwnInputs) {
       alone.m.set(0, m0.get(i));
       alone.grad.set(0, whole.grad.get(i));
       ASSERT_TRUE(alone.run().is_ok());
+      // Same bytes, except that a NaN only has to meet a NaN: which input NaN's sign and payload a vector
+      // multiply passes on may differ between the full-step and tail copies of a kernel (clang's EMU128
+      // does this for float32). Thread ranges never split a step, so thread counts still give equal bytes.
       const size_t es = dtype_size(t);
-      ASSERT_EQ(std::memcmp(alone.var.data(), static_cast<const char*>(whole.var.data()) + i * es, es), 0) << i;
-      ASSERT_EQ(std::memcmp(alone.m.data(), static_cast<const char*>(whole.m.data()) + i * es, es), 0) << i;
+      auto same = [&](const HostBuffer& one, const HostBuffer& all) {
+        if (std::isnan(one.get(0)) && std::isnan(all.get(i))) return true;
+        return std::memcmp(one.data(), static_cast<const char*>(all.data()) + i * es, es) == 0;
+      };
+      ASSERT_TRUE(same(alone.var, whole.var)) << i << ": " << alone.var.get(0) << " vs " << whole.var.get(i);
+      ASSERT_TRUE(same(alone.m, whole.m)) << i << ": " << alone.m.get(0) << " vs " << whole.m.get(i);
     }
   });
 }
