@@ -111,16 +111,21 @@ HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToStorageBits(DF df, hn::Vec<DF> v,
 #endif
 }
 
+// float32 -> bfloat16 round-to-nearest-even (NaN made quiet), the result in the upper half of each uint32
+// lane.
 template <class DF>
-HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToStorageBits(DF /*df*/, hn::Vec<DF> v, const hwy::bfloat16_t*) {
-  const hn::Rebind<uint16_t, DF> du16;
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Bf16RoundedBits(DF /*df*/, hn::Vec<DF> v) {
   const hn::RebindToUnsigned<DF> du;
-  const hn::RebindToSigned<DF> di;
   const auto bits = hn::BitCast(du, v);
   const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
-  const auto quiet_nan = hn::Or(bits, hn::Set(du, 0x00400000u));
-  const auto o = hn::ShiftRight<16>(hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), quiet_nan, rounded));
-  return hn::DemoteTo(du16, hn::BitCast(di, o));
+  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x00400000u)), rounded);
+}
+
+template <class DF>
+HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToStorageBits(DF df, hn::Vec<DF> v, const hwy::bfloat16_t*) {
+  const hn::Rebind<uint16_t, DF> du16;
+  const hn::RebindToSigned<DF> di;
+  return hn::DemoteTo(du16, hn::BitCast(di, hn::ShiftRight<16>(Bf16RoundedBits(df, v))));
 }
 
 template <class DF, typename T>
@@ -149,6 +154,27 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p) {
     hn::Stream(ToStorageBits(df, v, p), du16, reinterpret_cast<uint16_t*>(p));
   }
 }
+
+// ---- bfloat16 as uint32 pairs -----------------------------------------------------------------------
+// A full vector of bfloat16 bits viewed as uint32 lanes holds element 2j in the low half of lane j and
+// element 2j + 1 in the high half. Kernels whose arithmetic is elementwise widen the even and the odd
+// elements separately (one integer operation per float vector instead of a widening and a shift) and join
+// the rounded results back with one blend.
+#if HWY_TARGET != HWY_SCALAR
+template <class DU>
+HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Even(DU /*du*/, hn::Vec<DU> v) {
+  return hn::BitCast(hn::RebindToFloat<DU>(), hn::ShiftLeft<16>(v));
+}
+template <class DU>
+HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Odd(DU du, hn::Vec<DU> v) {
+  return hn::BitCast(hn::RebindToFloat<DU>(), hn::And(v, hn::Set(du, 0xFFFF0000u)));
+}
+// The bfloat16 bits in the upper halves of `odd` and `even` (uint32 lanes), back in element order.
+template <class D16, class VU>
+HWY_INLINE hn::Vec<D16> Bf16JoinHigh(D16 d16, VU odd, VU even) {
+  return hn::OddEven(hn::BitCast(d16, odd), hn::BitCast(d16, hn::ShiftRight<16>(even)));
+}
+#endif
 
 // ---- partial vectors (tails) -----------------------------------------------------------------------
 // Copy through a zero-filled buffer so that no access goes past the caller's range; padding lanes read

@@ -82,28 +82,6 @@ HWY_NOINLINE void GnGradBlockSumsWide(const T* HWY_RESTRICT x, const T* HWY_REST
 #endif
 }
 
-#if HWY_TARGET != HWY_SCALAR
-// float32 -> bfloat16 round-to-nearest-even, the result in the upper half of each uint32 lane: the
-// sequence of ToStorageBits (simd_convert-inl.h) without its final shift and narrowing.
-template <class DF>
-HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Bf16RoundedBits(DF /*df*/, hn::Vec<DF> v) {
-  const hn::RebindToUnsigned<DF> du;
-  const auto bits = hn::BitCast(du, v);
-  const auto rounded = hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
-  return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x00400000u)), rounded);
-}
-// bfloat16 bits, viewed as uint32 pairs, split into the even elements (low halves) and the odd ones (high
-// halves) as float32: one integer operation per float vector instead of a widening and a shift.
-template <class DU>
-HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Even(DU /*du*/, hn::Vec<DU> v) {
-  return hn::BitCast(hn::RebindToFloat<DU>(), hn::ShiftLeft<16>(v));
-}
-template <class DU>
-HWY_INLINE hn::Vec<hn::RebindToFloat<DU>> Bf16Odd(DU du, hn::Vec<DU> v) {
-  return hn::BitCast(hn::RebindToFloat<DU>(), hn::And(v, hn::Set(du, 0xFFFF0000u)));
-}
-#endif
-
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
 // Float64 accumulators of the half-type pass 1: dy*gamma is formed in float32 on full float vectors
 // (exact, see GnGradBlockSums) and only the product and x are widened, half a vector at a time. (Plain
@@ -255,7 +233,7 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
       const auto ug = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(gamma + k)));
       const auto even = g(Bf16Even(du, ux), Bf16Even(du, udy), Bf16Even(du, ug));
       const auto odd = g(Bf16Odd(du, ux), Bf16Odd(du, udy), Bf16Odd(du, ug));
-      return hn::OddEven(hn::BitCast(du16, odd), hn::BitCast(du16, hn::ShiftRight<16>(even)));
+      return Bf16JoinHigh(du16, odd, even);
     };
     uint16_t* out = reinterpret_cast<uint16_t*>(dx);
     if (stream && HWY_TARGET != HWY_EMU128) {

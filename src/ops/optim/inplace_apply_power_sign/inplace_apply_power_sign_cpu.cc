@@ -351,13 +351,12 @@ HWY_INLINE bool F16Step(DF df, const HalfScalars k, const Plan& p, hwy::float16_
   return true;
 }
 
-// bfloat16: 2 * Lanes(df) elements per step as float32 pairs. Element 2j is the low half of 32-bit lane j
-// and element 2j + 1 the high half, so widening is one shift (even) or one mask (odd) per vector, and
-// narrowing adds half a bfloat16 ulp to the float32 bits (a carry into the exponent is the right result)
-// and merges the two high halves back with one blend. That is round to nearest with ties away from zero,
-// not to even: the certificate's argument needs only some nearest rounding (an error of at most half an
-// ulp), and it saves three integer operations per vector. No NaN handling either: rejected lanes, the only
-// ones that can be NaN, are rewritten by FixRejected.
+// bfloat16: 2 * Lanes(df) elements per step as float32 pairs (Bf16Even/Bf16Odd, simd_convert-inl.h), so
+// widening is one shift (even) or one mask (odd) per vector, and narrowing adds half a bfloat16 ulp to the float32 bits
+// (a carry into the exponent is the right result) and merges the two high halves back with one blend. That is round to
+// nearest with ties away from zero, not to even: the certificate's argument needs only some nearest rounding (an error
+// of at most half an ulp), and it saves three integer operations per vector. No NaN handling either: rejected lanes,
+// the only ones that can be NaN, are rewritten by FixRejected.
 template <bool kTail, bool kFix, class DF>
 HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat16_t* HWY_RESTRICT var,
                          hwy::bfloat16_t* HWY_RESTRICT m, const hwy::bfloat16_t* HWY_RESTRICT grad, size_t count) {
@@ -377,9 +376,8 @@ HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat1
     rm = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(m));
     rg = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(grad));
   }
-  const auto hi = hn::Set(du, 0xFFFF0000u);
-  auto even = [&](V16 r) { return hn::BitCast(df, hn::ShiftLeft<16>(hn::BitCast(du, r))); };
-  auto odd = [&](V16 r) { return hn::BitCast(df, hn::And(hn::BitCast(du, r), hi)); };
+  auto even = [&](V16 r) { return Bf16Even(du, hn::BitCast(du, r)); };
+  auto odd = [&](V16 r) { return Bf16Odd(du, hn::BitCast(du, r)); };
   hn::Vec<DF> te, me, to, mo;
   hn::Mask<DF> oke, oko;
   HalfCore(df, k, even(rv), even(rm), even(rg), &te, &me, &oke);
@@ -397,8 +395,7 @@ HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat1
   if (!kFix && !all_ok) return false;
   auto narrow = [&](hn::Vec<DF> e, hn::Vec<DF> o) {
     const auto half = hn::Set(du, 0x8000u);
-    return hn::OddEven(hn::BitCast(du16, hn::Add(hn::BitCast(du, o), half)),
-                       hn::BitCast(du16, hn::ShiftRight<16>(hn::Add(hn::BitCast(du, e), half))));
+    return Bf16JoinHigh(du16, hn::Add(hn::BitCast(du, o), half), hn::Add(hn::BitCast(du, e), half));
   };
   if constexpr (kTail) {
     alignas(64) uint16_t out[2 * kMaxF32Lanes];
