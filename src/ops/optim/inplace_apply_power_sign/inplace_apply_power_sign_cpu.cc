@@ -25,7 +25,6 @@
 // (float16 flushes that range to zero whatever the intermediate), so bfloat16 rounds |x| < 2^-126 straight
 // onto its subnormal grid with the add-and-subtract trick.
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -255,10 +254,14 @@ HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT 
 //    value (where float32 -> T could round across the overflow threshold) to the float64 path.
 
 // The float32 path's constants, as scalars (SVE vectors cannot be struct members); passed by value, so
-// the compiler keeps their broadcasts in registers across the loop.
+// the compiler keeps their broadcasts in registers across the loop. `limit`: results at or beyond it take
+// the float64 path (float16's largest finite value; for bfloat16 a round figure below its 3.39e38).
 struct HalfScalars {
-  HalfScalars(const Plan& p, float limit_)
-      : beta(p.beta32), omb(p.one_minus_beta32), c0(p.coef32[0]), c1(p.coef32[1]), c2(p.coef32[2]), limit(limit_) {}
+  template <typename T>
+  static HalfScalars For(const Plan& p) {
+    return {p.beta32,    p.one_minus_beta32, p.coef32[0],
+            p.coef32[1], p.coef32[2],        std::is_same_v<T, hwy::float16_t> ? 65504.0f : 3.0e38f};
+  }
   float beta, omb, c0, c1, c2, limit;
 };
 
@@ -415,11 +418,12 @@ HWY_INLINE bool Bf16Step(DF df, const HalfScalars k, const Plan& p, hwy::bfloat1
     hn::Store(rg, du16, orig[2]);
     hn::Store(hn::IfThenElseZero(oke, hn::Set(df, 1.0f)), df, okf[0]);
     hn::Store(hn::IfThenElseZero(oko, hn::Set(df, 1.0f)), df, okf[1]);
+    alignas(64) int16_t tiny[2 * kMaxF32Lanes];  // in element order already
+    hn::Store(hn::VecFromMask(di16, tiny_g), di16, tiny);
     auto value = [&](size_t i, int a) { return load_as_double(orig[a], DType::kBFloat16, i); };
-    auto tiny_at = [&](size_t i, int a) { return value(i, a) != 0 && std::fabs(value(i, a)) < 0x1p-40; };
     const size_t n = kTail ? count : 2 * hn::Lanes(df);
     uint8_t oks[2 * kMaxF32Lanes];
-    for (size_t i = 0; i < n; ++i) oks[i] = okf[i % 2][i / 2] != 0.0f && !tiny_at(i, 2);
+    for (size_t i = 0; i < n; ++i) oks[i] = okf[i % 2][i / 2] != 0.0f && tiny[i] == 0;
     FixRejected(p, oks, n, value, var, m);
   }
   return true;
@@ -433,9 +437,9 @@ HWY_NOINLINE void HalfStepWithFix(const Plan& p, T* HWY_RESTRICT var, T* HWY_RES
   using DF = hn::ScalableTag<float>;
   const DF df;
   if constexpr (std::is_same_v<T, hwy::float16_t>) {
-    F16Step<kTail, true>(df, HalfScalars(p, 65504.0f), p, var, m, grad, count);
+    F16Step<kTail, true>(df, HalfScalars::For<T>(p), p, var, m, grad, count);
   } else {
-    Bf16Step<kTail, true>(df, HalfScalars(p, 3.0e38f), p, var, m, grad, count);
+    Bf16Step<kTail, true>(df, HalfScalars::For<T>(p), p, var, m, grad, count);
   }
 }
 
@@ -447,7 +451,7 @@ void UpdateHalf(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* 
   const size_t N = kF16 ? hn::Lanes(df) : 2 * hn::Lanes(df);
   size_t i = 0;
   for (;;) {
-    const HalfScalars k(p, kF16 ? 65504.0f : 3.0e38f);
+    const HalfScalars k = HalfScalars::For<T>(p);
     for (; i + N <= n; i += N) {
       bool done;
       if constexpr (kF16) {
