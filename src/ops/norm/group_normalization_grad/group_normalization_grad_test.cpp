@@ -16,7 +16,6 @@ namespace nnops {
 namespace {
 
 using detail::HostBuffer;
-using testing::fill_random;
 
 const DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 
@@ -32,7 +31,7 @@ struct Problem {
         rstd(stat_t, {shape[0], shape[1]}) {
     const int64_t groups = shape[0] * shape[1], m = groups ? x.numel() / groups : 0;
     // One random stream per group, so that the data do not depend on how many threads generate them (the
-    // large-shape tests fill 64 Mi elements per dtype). dy and gamma are x * 10^e as in fill_random.
+    // large-shape tests fill 64 Mi elements per dtype). dy and gamma are x * 10^e as in testing::fill_random.
 #pragma omp parallel for schedule(dynamic, 1)
     for (int64_t grp = 0; grp < groups; ++grp) {
       std::mt19937_64 rng(seed * 0x9E3779B97F4A7C15ull + static_cast<uint64_t>(grp));
