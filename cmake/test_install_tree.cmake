@@ -34,7 +34,7 @@ endif()
 
 run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/cmake/install_test" -B "${WORK_DIR}/build" -G "${GENERATOR}"
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
-    -DASCEND_PATH=${prefix} -DEXAMPLE=${SOURCE_DIR}/examples/aclnn_group_normalization_grad_example.cpp)
+    -DASCEND_PATH=${prefix} -DEXAMPLE=${SOURCE_DIR}/src/ops/norm/group_normalization_grad/examples/aclnn_group_normalization_grad_example.cpp)
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 
 run("${WORK_DIR}/build/example_find_package")

@@ -86,12 +86,25 @@ TEST(TensorView, ContiguityAndNumel) {
 }
 
 TEST(Check, MessagesNameTheArgument) {
-  const int64_t shape[2] = {3, 4}, strides[2] = {1, 3};
+  const int64_t shape[2] = {3, 4}, strides[2] = {1, 3}, negative[2] = {4, -1}, broadcast[2] = {0, 1};
   float buf[12];
   int64_t n = 0;
-  Status s = detail::check_tensor("op", "x", TensorView::strided(buf, DType::kFloat32, shape, strides, 2), &n);
-  EXPECT_EQ(s.code(), StatusCode::kUnsupported);
-  EXPECT_NE(s.message().find("op: x has strides [1, 3]"), std::string::npos) << s.message();
+  // Any non-negative strides are accepted (a transposed view here).
+  EXPECT_TRUE(detail::check_tensor("op", "x", TensorView::strided(buf, DType::kFloat32, shape, strides, 2), &n));
+  EXPECT_EQ(n, 12);
+  Status s = detail::check_tensor("op", "x", TensorView::strided(buf + 3, DType::kFloat32, shape, negative, 2), &n);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("op: x has strides [4, -1] for shape [3, 4]; expected non-negative strides"),
+            std::string::npos)
+      << s.message();
+  // A broadcast (stride 0) view is a valid input but not a valid output.
+  const TensorView b = TensorView::strided(buf, DType::kFloat32, shape, broadcast, 2);
+  EXPECT_TRUE(detail::check_tensor("op", "g", b, &n));
+  s = detail::check_output_layout("op", "out", b);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("op: out has strides [0, 1] for shape [3, 4]: some of its elements share memory"),
+            std::string::npos)
+      << s.message();
   s = detail::check_tensor("op", "dy", TensorView(nullptr, DType::kFloat32, {2}), &n);
   EXPECT_EQ(s.code(), StatusCode::kNullPointer);
   EXPECT_NE(s.message().find("dy"), std::string::npos);

@@ -4,8 +4,7 @@
 #include "nnops/context.hpp"
 #include "nnops/dtype.hpp"
 #include "nnops/isa.hpp"
-#include "nnops/ops/group_normalization_grad.hpp"
-#include "nnops/ops/inplace_apply_power_sign.hpp"
+#include "nnops/ops/all.hpp"  // every operator's C++ API (generated from src/ops/op_list.inc)
 #include "nnops/status.hpp"
 #include "nnops/tensor_view.hpp"
 #include "nnops/version.hpp"

@@ -8,6 +8,7 @@
 
 #include "src/acl/error.hpp"
 #include "src/acl/runtime.hpp"
+#include "src/core/layout.hpp"
 
 namespace nnops::acl {
 namespace {
@@ -71,7 +72,9 @@ aclnnStatus check_not_null(const char* api, std::initializer_list<PointerArg> ar
 Status add_operand(const char* name, const TensorView& view, std::vector<Executor::Operand>* operands) {
   const int64_t n = view.numel();
   if (n <= 0 || view.data() == nullptr) return Status::ok();
-  const uint64_t bytes = static_cast<uint64_t>(n) * dtype_size(view.dtype());
+  // The bytes a strided view spans (from its lowest address, data(): strides are non-negative).
+  const detail::ByteSpan span = detail::byte_span(view);
+  const uint64_t bytes = span.hi - span.lo;
   const Lookup l = memory().find(view.data(), bytes);
   const uintptr_t p = reinterpret_cast<uintptr_t>(view.data());
   switch (l.where) {

@@ -2,7 +2,15 @@
 
 #include <cstdint>
 
+#include "src/core/layout.hpp"
+
 namespace nnops::detail {
+
+std::string strides_string(const TensorView& t) {
+  std::string s = "[";
+  for (int i = 0; i < t.rank(); ++i) s += (i ? ", " : "") + std::to_string(t.stride(i));
+  return s + "]";
+}
 
 Status invalid_arg(const char* op, const std::string& what) {
   return Status(StatusCode::kInvalidArgument, std::string(op) + ": " + what);
@@ -24,12 +32,20 @@ Status check_tensor(const char* op, const char* name, const TensorView& t, int64
   if (count < 0 || __builtin_mul_overflow(count, static_cast<int64_t>(dtype_size(t.dtype())), &bytes)) {
     return invalid_arg(op, n + " has shape " + t.shape_string() + "; its size overflows 64-bit byte counts");
   }
-  if (!t.is_contiguous()) {
-    std::string strides = "[";
-    for (int i = 0; i < t.rank(); ++i) strides += (i ? ", " : "") + std::to_string(t.stride(i));
-    return Status(StatusCode::kUnsupported, std::string(op) + ": " + n + " has strides " + strides + "] for shape " +
-                                                t.shape_string() +
-                                                "; only contiguous (dense row-major) tensors are supported");
+  for (int i = 0; i < t.rank(); ++i) {
+    if (t.stride(i) < 0) {
+      return invalid_arg(op, n + " has strides " + strides_string(t) + " for shape " + t.shape_string() +
+                                 "; expected non-negative strides");
+    }
+  }
+  // The span of a strided view: the element one past the largest offset it reaches.
+  bool span_overflow = false;
+  const int64_t reach = max_offset(t, &span_overflow);
+  int64_t span_bytes = 0;
+  if (span_overflow || (reach >= 0 && __builtin_mul_overflow(reach + 1, static_cast<int64_t>(dtype_size(t.dtype())),
+                                                            &span_bytes))) {
+    return invalid_arg(op, n + " has strides " + strides_string(t) + " for shape " + t.shape_string() +
+                               "; the memory it spans overflows 64-bit byte counts");
   }
   if (count > 0 && t.data() == nullptr) {
     return Status(StatusCode::kNullPointer,
@@ -43,7 +59,7 @@ Status check_tensor(const char* op, const char* name, const TensorView& t, int64
                                "-byte element size");
   }
   // The last byte must be addressable without wrapping around the address space.
-  if (count > 0 && reinterpret_cast<uintptr_t>(t.data()) > UINTPTR_MAX - static_cast<uintptr_t>(bytes)) {
+  if (count > 0 && reinterpret_cast<uintptr_t>(t.data()) > UINTPTR_MAX - static_cast<uintptr_t>(span_bytes)) {
     return invalid_arg(op, n + " spans past the end of the address space");
   }
   *numel = count;
@@ -65,14 +81,12 @@ Status check_same_shape(const char* op, const char* name, const TensorView& t, c
                              " " + ref.shape_string());
 }
 
-bool overlaps(const TensorView& a, const TensorView& b) {
-  const int64_t na = a.numel(), nb = b.numel();
-  if (na <= 0 || nb <= 0) return false;
-  const uintptr_t a0 = reinterpret_cast<uintptr_t>(a.data());
-  const uintptr_t b0 = reinterpret_cast<uintptr_t>(b.data());
-  const uintptr_t a1 = a0 + static_cast<uintptr_t>(na) * dtype_size(a.dtype());
-  const uintptr_t b1 = b0 + static_cast<uintptr_t>(nb) * dtype_size(b.dtype());
-  return a0 < b1 && b0 < a1;
+bool overlaps(const TensorView& a, const TensorView& b) { return views_overlap(a, b); }
+
+Status check_output_layout(const char* op, const char* name, const TensorView& t) {
+  if (is_nested(t)) return Status::ok();
+  return invalid_arg(op, std::string(name) + " has strides " + strides_string(t) + " for shape " + t.shape_string() +
+                             ": some of its elements share memory; an output needs a distinct address per element");
 }
 
 Status overlap_error(const char* op, const char* a, const char* b) {

@@ -15,8 +15,9 @@ void init_dispatch();
 
 Status invalid_arg(const char* op, const std::string& what);
 
-/// Rank in range, dims >= 0, element and byte counts fit in int64, view contiguous, data non-null when
-/// the tensor has elements. `numel` receives the element count.
+/// Rank in range, dims >= 0, strides >= 0, element and byte counts and the bytes the view spans fit in
+/// int64, data non-null when the tensor has elements, aligned to its element size, and its span does not
+/// wrap around the address space. Any strides are accepted (layout.hpp). `numel` receives the element count.
 Status check_tensor(const char* op, const char* name, const TensorView& t, int64_t* numel);
 
 /// `t` has dtype `want`.
@@ -26,8 +27,14 @@ Status check_dtype(const char* op, const char* name, const TensorView& t, DType 
 Status check_same_shape(const char* op, const char* name, const TensorView& t, const char* ref_name,
                         const TensorView& ref);
 
-/// True when the byte ranges of two contiguous tensors intersect (empty tensors never overlap).
+/// True when two views touch a common byte (layout.hpp: views_overlap; empty tensors never overlap).
 bool overlaps(const TensorView& a, const TensorView& b);
+
+/// An output view must give each element its own address (no stride-0 or interleaved dims that collide).
+Status check_output_layout(const char* op, const char* name, const TensorView& t);
+
+/// "[64, 16, 1]".
+std::string strides_string(const TensorView& t);
 
 /// Error for two arguments whose memory overlaps.
 Status overlap_error(const char* op, const char* a, const char* b);

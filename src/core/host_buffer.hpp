@@ -21,7 +21,8 @@ namespace nnops::detail {
 class HostBuffer {
  public:
   HostBuffer() = default;
-  HostBuffer(DType dtype, std::vector<int64_t> shape) : dtype_(dtype), shape_(std::move(shape)) {
+  /// `zero`: fill with zero bytes (false: leave the contents undefined, for workspaces).
+  HostBuffer(DType dtype, std::vector<int64_t> shape, bool zero = true) : dtype_(dtype), shape_(std::move(shape)) {
     numel_ = 1;
     for (int64_t d : shape_) numel_ *= d;
     // Large buffers are 2 MiB aligned and asked to use transparent huge pages: fewer TLB misses make
@@ -33,7 +34,7 @@ class HostBuffer {
 #ifdef __linux__
     if (align > 64 && data_) madvise(data_.get(), bytes, MADV_HUGEPAGE);
 #endif
-    if (bytes) std::memset(data_.get(), 0, bytes);
+    if (bytes && zero) std::memset(data_.get(), 0, bytes);
   }
 
   DType dtype() const { return dtype_; }

@@ -1,8 +1,9 @@
-// Validation for GroupNormalizationGrad, in CANN's order: per-tensor (null, rank, contiguity), dtypes,
-// shapes, memory overlap. Nothing here reads tensor data.
+// Validation for GroupNormalizationGrad, in CANN's order: per-tensor (null, rank, strides), dtypes, shapes,
+// memory overlap. Nothing here reads tensor data.
 #include <string>
 
 #include "src/core/check.hpp"
+#include "src/core/layout.hpp"
 #include "src/ops/norm/group_normalization_grad/group_normalization_grad_impl.hpp"
 
 namespace nnops::gn_grad {
@@ -48,8 +49,10 @@ Status check(const TensorView& x, const TensorView& dy, const TensorView& gamma,
     }
   }
 
-  // dx may alias dy exactly (in place); any other overlap of the output with an input is an error.
-  const bool dx_is_dy = dx.data() == dy.data();
+  if (Status s = detail::check_output_layout(op, "dx", dx); !s) return s;
+  // dx may alias dy exactly (in place: the same memory in the same layout); any other overlap of the output
+  // with an input is an error.
+  const bool dx_is_dy = dx.data() == dy.data() && detail::same_layout(dx, dy);
   if (!dx_is_dy && detail::overlaps(dx, dy)) return detail::overlap_error(op, "dx", "dy");
   for (const auto& [name, view] :
        {std::pair{"x", &x}, std::pair{"gamma", &gamma}, std::pair{"mean", &mean}, std::pair{"rstd", &rstd}}) {

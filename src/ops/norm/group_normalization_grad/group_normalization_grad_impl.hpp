@@ -10,17 +10,22 @@
 #include "nnops/tensor_view.hpp"
 #include "src/core/host_buffer.hpp"
 #include "src/core/verify.hpp"
+#include "src/ops/op_desc.hpp"
 
 namespace nnops::gn_grad {
 
 inline constexpr const char* kOpName = "group_normalization_grad";
+
+/// The tensors in descriptor (and C++ API) order.
+enum Tensor : int { kX = 0, kDy, kGamma, kMean, kRstd, kDx, kNumTensors };
 
 /// Elements per reduction block. Sums are formed per block and blocks are added in order, so the
 /// summation order depends on the shape alone, never on the thread count. 2048 is a multiple of every
 /// vector width and keeps the per-block horizontal reduction cost under 1%.
 inline constexpr int64_t kBlock = 2048;
 
-/// Validated arguments.
+/// Validated arguments, as the kernel sees them: dense row-major data (strided views are copied to dense
+/// buffers first; see prepare).
 struct Args {
   const void* x = nullptr;
   const void* dy = nullptr;
@@ -36,9 +41,13 @@ struct Args {
   int64_t numel() const { return n * g * m; }
 };
 
-/// All validation (SPEC.md 1 and 3); reads and writes no tensor data.
+/// All validation (semantics in README.md); reads and writes no tensor data. Any strides are accepted.
 Status check(const TensorView& x, const TensorView& dy, const TensorView& gamma, const TensorView& mean,
              const TensorView& rstd, const TensorView& dx, Args* out);
+
+/// check -> plan -> the kernel closure (ops::PrepareFn). Tensors that are not dense row-major are copied to
+/// dense workspace buffers (and dx back), so a strided call gives exactly the bits of a dense one.
+Status prepare(const TensorView* t, const ops::Attrs& a, const Context& ctx, ops::Prepared* out);
 
 /// How a call is split across threads; plain data, a function of the shape and thread count only.
 struct Plan {

@@ -337,9 +337,10 @@ TEST(GroupNormGrad, ValidationErrorsLeaveDxUntouched) {
   HostBuffer half(DType::kFloat16, {2, 4, 16}), bf_stats(DType::kBFloat16, {2, 4}), f16_stats(DType::kFloat16, {2, 4});
   HostBuffer wrong_shape(f32, {2, 4, 15}), stats_bad(f32, {2, 3}), stats_rank3(f32, {2, 4, 1}), rank2(f32, {2, 4});
   std::vector<float> big(2 * 4 * 16 * 2);
-  const int64_t sh[3] = {2, 4, 16}, st[3] = {64, 16, 1}, bad_st[3] = {1, 2, 8};
+  const int64_t sh[3] = {2, 4, 16}, st[3] = {64, 16, 1}, neg_st[3] = {64, -16, 1}, bcast_st[3] = {64, 16, 0};
   TensorView X = p.x.view(), DY = p.dy.view(), G = p.gamma.view(), M = p.mean.view(), R = p.rstd.view(), DX = dx.view();
-  const TensorView strided = TensorView::strided(big.data(), f32, sh, bad_st, 3);
+  const TensorView negative = TensorView::strided(big.data() + 64, f32, sh, neg_st, 3);
+  const TensorView broadcast = TensorView::strided(big.data(), f32, sh, bcast_st, 3);
   (void)st;
   struct Bad {
     const char* what;
@@ -367,7 +368,10 @@ TEST(GroupNormGrad, ValidationErrorsLeaveDxUntouched) {
        "mean has shape [2, 3]; expected [N, G] = [2, 4]"},
       {"rank mean", X, DY, G, stats_rank3.view(), R, DX, StatusCode::kInvalidArgument, "mean has shape [2, 4, 1]"},
       {"shape rstd", X, DY, G, M, stats_bad.view(), DX, StatusCode::kInvalidArgument, "rstd has shape [2, 3]"},
-      {"strided gamma", X, DY, strided, M, R, DX, StatusCode::kUnsupported, "gamma has strides [1, 2, 8]"},
+      {"negative strides gamma", X, DY, negative, M, R, DX, StatusCode::kInvalidArgument,
+       "gamma has strides [64, -16, 1] for shape [2, 4, 16]; expected non-negative strides"},
+      {"broadcast dx", X, DY, G, M, R, broadcast, StatusCode::kInvalidArgument,
+       "dx has strides [64, 16, 0] for shape [2, 4, 16]: some of its elements share memory"},
       {"dx is x", X, DY, G, M, R, X, StatusCode::kInvalidArgument, "dx and x overlap"},
       {"dx is gamma", X, DY, G, M, R, G, StatusCode::kInvalidArgument, "dx and gamma overlap"},
   };

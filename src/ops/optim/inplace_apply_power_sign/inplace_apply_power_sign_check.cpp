@@ -1,6 +1,6 @@
 // Validation for InplaceApplyPowerSign. Everything that can reject a call is decided here, before the
 // kernel touches var or m (SPEC 3), in the order of CANN's phase one: null/layout, dtype, shape, values,
-// then memory overlap.
+// then memory overlap. Any strides are accepted.
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -78,6 +78,8 @@ Status check(const TensorView& var, const TensorView& m, const TensorView& lr, c
   if (Status st = check_finite("logbase", s.logbase); !st) return st;
   if (Status st = check_finite("sign_decay", s.sign_decay); !st) return st;
 
+  if (Status st = detail::check_output_layout(kOpName, "var", var); !st) return st;
+  if (Status st = detail::check_output_layout(kOpName, "m", m); !st) return st;
   // NB: var and m are written while grad (and the other output) is still being read, element by element
   // across threads; any overlap would make the result depend on the schedule.
   if (detail::overlaps(var, m)) return detail::overlap_error(kOpName, "var", "m");

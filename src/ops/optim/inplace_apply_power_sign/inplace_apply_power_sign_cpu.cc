@@ -523,30 +523,22 @@ namespace nnops {
 HWY_EXPORT(RunPowerSign);
 
 namespace power_sign {
-namespace {
 
 // use_locking: a process-wide table of mutexes striped by the address of var. Calls on the same var
 // buffer (same data pointer) always take the same mutex and so run one after another; unrelated buffers
 // that hash to the same stripe are merely serialized too. Only one mutex is ever held, so this cannot
 // deadlock. As in TensorFlow, a call with use_locking = false takes no lock at all and may interleave
 // with anything, locked or not. Views that overlap var at a different start address are not covered.
-std::mutex& lock_for(const void* var) {
+std::mutex& var_lock(const void* var) {
   static std::mutex stripes[64];
   const uint64_t h = (static_cast<uint64_t>(reinterpret_cast<uintptr_t>(var)) >> 6) * 0x9E3779B97F4A7C15ull;
   return stripes[h >> 58];
 }
 
-}  // namespace
-
 void run(const Plan& p, const Args& a) {
   if (p.numel <= 0) return;
   detail::init_dispatch();
-  if (a.use_locking) {
-    const std::lock_guard<std::mutex> hold(lock_for(a.var));
-    HWY_DYNAMIC_DISPATCH(RunPowerSign)(p, a.var, a.m, a.grad);
-  } else {
-    HWY_DYNAMIC_DISPATCH(RunPowerSign)(p, a.var, a.m, a.grad);
-  }
+  HWY_DYNAMIC_DISPATCH(RunPowerSign)(p, a.var, a.m, a.grad);
 }
 
 }  // namespace power_sign

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <mutex>
 
 #include "nnops/context.hpp"
 #include "nnops/dtype.hpp"
@@ -11,17 +12,22 @@
 #include "nnops/tensor_view.hpp"
 #include "src/core/host_buffer.hpp"
 #include "src/core/verify.hpp"
+#include "src/ops/op_desc.hpp"
 
 namespace nnops::power_sign {
 
 inline constexpr const char* kOpName = "inplace_apply_power_sign";
+
+/// The tensors in descriptor (and C++ API) order; the one attribute is use_locking.
+enum Tensor : int { kVar = 0, kM, kLr, kLogbase, kSignDecay, kBeta, kGrad, kNumTensors };
 
 /// The four one-element inputs, as read from their T tensors (exact: every T value is a double).
 struct Scalars {
   double lr, logbase, sign_decay, beta;
 };
 
-/// A validated call: raw pointers, the common dtype, the element count of var/m/grad.
+/// A validated call: raw pointers, the common dtype, the element count of var/m/grad. The kernel treats var,
+/// m and grad as flat arrays of `numel` elements (see prepare for strided views).
 struct Args {
   void* var;
   void* m;
@@ -32,9 +38,10 @@ struct Args {
   bool use_locking;
 };
 
-/// All validation, in this order: per-tensor checks (rank, dims, contiguity, null data), dtypes (all seven
+/// All validation, in this order: per-tensor checks (rank, dims, strides, null data), dtypes (all seven
 /// equal var's, which must be a supported dtype), shapes (m and grad equal var's; each scalar [] or [1]),
-/// values (beta in [0, 1); lr, logbase, sign_decay finite), overlap of var/m/grad. Reads the four scalar
+/// values (beta in [0, 1); lr, logbase, sign_decay finite), overlap of var/m/grad (and var, m each give every
+/// element its own address). Reads the four scalar
 /// values into out->s. Writes nothing to any tensor; `out` is written only on success.
 Status check(const TensorView& var, const TensorView& m, const TensorView& lr, const TensorView& logbase,
              const TensorView& sign_decay, const TensorView& beta, const TensorView& grad, bool use_locking, Args* out);
@@ -65,8 +72,16 @@ inline constexpr int64_t kThreadBlock = 256;
 
 Plan make_plan(const Args& a, const Context& ctx);
 
-/// The kernel: updates var and m. No validation. Holds the use_locking lock (see .cpp) if a.use_locking.
+/// The kernel: updates var and m. No validation, no lock.
 void run(const Plan& p, const Args& a);
+
+/// The mutex that use_locking takes for the var buffer at `var` (see the .cc file).
+std::mutex& var_lock(const void* var);
+
+/// check -> plan -> the kernel closure (ops::PrepareFn). var, m and grad in one dense layout (row-major or
+/// any permutation of it) are updated in place as flat arrays; other layouts go through dense copies, so
+/// the bits are those of a dense call. With use_locking the closure holds var_lock(var) throughout.
+Status prepare(const TensorView* t, const ops::Attrs& a, const Context& ctx, ops::Prepared* out);
 
 /// float64 reference for one element; results are unrounded (round with round_to_dtype to compare).
 void reference(const Scalars& s, double var, double m, double grad, double* var_new, double* m_new);

@@ -1,0 +1,86 @@
+// The operator list as data: one descriptor per line of src/ops/op_list.inc, and the helpers every
+// descriptor shares.
+#include <new>
+#include <string>
+
+#include "src/ops/op_desc.hpp"
+
+namespace nnops::ops {
+
+const std::vector<const OpDesc*>& all_ops() {
+  static const std::vector<const OpDesc*> ops = {
+#define NNOPS_OP(name, category, op_type) &desc_##name(),
+#include "src/ops/op_list.inc"
+#undef NNOPS_OP
+  };
+  return ops;
+}
+
+const OpDesc* find_op(const std::string& name) {
+  for (const OpDesc* d : all_ops()) {
+    if (name == d->name) return d;
+  }
+  return nullptr;
+}
+
+Status run_prepared(const char* op, PrepareFn prepare, const TensorView* t, const Attrs& a, const Context& ctx) {
+  try {
+    Prepared p;
+    if (Status s = prepare(t, a, ctx, &p); !s) return s;
+    if (!p.run) return Status::ok();
+    if (p.workspace_bytes == 0) {
+      p.run(nullptr);
+      return Status::ok();
+    }
+    // 64-byte aligned: dense copies of strided tensors live here as well as partial sums.
+    detail::HostBuffer ws(DType::kFloat32, {static_cast<int64_t>((p.workspace_bytes + 3) / 4)}, /*zero=*/false);
+    p.run(ws.data());
+  } catch (const std::bad_alloc&) {
+    return Status(StatusCode::kInternal, std::string(op) + ": out of memory");
+  }
+  return Status::ok();
+}
+
+std::vector<TensorView> Problem::views() const {
+  std::vector<TensorView> v(t.size());
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    if (present[i]) v[i] = t[i].view();
+  }
+  return v;
+}
+
+Problem Problem::clone() const {
+  Problem p;
+  p.present = present;
+  p.attrs = attrs;
+  for (const detail::HostBuffer& b : t) p.t.push_back(b.clone());
+  return p;
+}
+
+int OpDesc::tensor_index(const char* n) const {
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (std::string(n) == tensors[i].name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+Attrs OpDesc::default_attrs() const {
+  Attrs a(attrs.size());
+  for (std::size_t i = 0; i < attrs.size(); ++i) {
+    a[i].i = static_cast<int64_t>(attrs[i].def);
+    a[i].f = attrs[i].def;
+    a[i].b = attrs[i].def != 0;
+    if (attrs[i].kind == AttrKind::kMask) a[i].mask.assign(optional_outputs().size(), true);
+  }
+  return a;
+}
+
+std::vector<int> OpDesc::optional_outputs() const {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    if (tensors[i].role == Role::kOut && tensors[i].optional) out.push_back(static_cast<int>(i));
+  }
+  return out;
+}
+
+}  // namespace nnops::ops
