@@ -1,4 +1,5 @@
-// libFuzzer target: the CANN C API of both operators, from aclCreateTensor through both phases.
+// libFuzzer target: the CANN C API of every operator of the descriptor list, from aclCreateTensor through
+// both phases (the descriptors' C API bindings call the public aclnn functions).
 //
 // Memory. Two arenas: D, an aclrtMalloc block (tracked: nnops must refuse any view that leaves it, whatever
 // the descriptor claims), and H, ordinary host memory (untracked: by the C API's contract the storage
@@ -7,14 +8,13 @@
 // another exactly or partially, and start anywhere in D (any alignment). A workspace block W backs phase two.
 //
 // Input format (bytes past the end read as 0, so the empty input is a valid, launchable call):
-//   byte 0   operator: bit 0 (0 GroupNormalizationGrad, 1 InplaceApplyPowerSign)
-//   byte 1   flags: 1 launch on a real stream (else the null stream), 2 use_locking, 4 workspace size one
-//            byte short, 8 null workspace, 16 launch twice, 32 destroy the executor instead of launching,
-//            64 GroupNormalizationGrad statistics in float32
+//   byte 0   operator: index into the operator list (mod its length)
+//   byte 1   flags: 1 launch on a real stream (else the null stream), 2 use_locking-style flag argument,
+//            4 workspace size one byte short, 8 null workspace, 16 launch twice, 32 destroy the executor instead
+//            of launching, 64 tensors whose dtype may be T or float32 in float32
 //   byte 2   dtype: 0 ACL_FLOAT, 1 ACL_FLOAT16, 2 ACL_BF16, k >= 3: the raw aclDataType value k - 3
-//   byte 3   shape: GroupNormalizationGrad N = 1 + (b & 3), G = 1 + (b >> 2 & 3), rank 3 + (b >> 4 & 3);
-//            PowerSign rank b % 9
-//   bytes    one per trailing dim: 1 + b
+//   byte 3   rank of the main tensor: min_rank + b mod (max_rank - min_rank + 1) (the descriptor's ranks)
+//   bytes    one per dim of the main tensor: 1 + b (the other tensors' shapes follow from the descriptor)
 //   then     mutation records until the input ends: tensor (byte, mod the tensor count), op (byte: low
 //            nibble the field, bits 4-6 an index, bit 7 set: a one-byte signed value follows, else 8 bytes
 //            little-endian), value. Fields: 0 view dim[i], 1 stride[i], 2 storage dim[i], 3 offset,
@@ -22,13 +22,16 @@
 //            (v & 3: 0 null, 1 D + (v >> 8) bytes, 2 H + (v >> 8) bytes, both rounded down to a multiple
 //            of 4 unless v & 4; 3 alias tensor (v >> 8 & 0xff) plus a byte delta (v >> 16 & 0xff) - 128), 9 the 8 bytes
 //            of v written at the tensor's data (scalar values), 10 make the tensor dense again (strides and storage
-//            from its view dims), 11 copy the view dims, strides and storage dims of tensor v.
+//            from its view dims), 11 copy the view dims, strides and storage dims of tensor v; the scalar
+//            arguments of the aclnn signature (the binding's AclCall): 12 ints[i] = v, 13 reals[i] = the double
+//            with v's bits, 14 flags[i] = v & 1, 15 the bool array: v & 7 entries, entry k = bit 8 + k of v,
+//            or a null array when v & 0xff == 0xff.
 //
 // Checked besides what ASan, UBSan and LeakSanitizer catch:
 //   - a rejected phase one returns a CANN error code, sets *executor = nullptr, leaves a message, and no
 //     arena byte changed;
 //   - a rejected launch changes no arena byte; a second launch of one executor is refused;
-//   - a successful launch changes no byte outside the outputs' views (dx; var and m);
+//   - a successful launch changes no byte outside the byte ranges of the outputs' views;
 //   - no executor is left behind.
 #include <cstdint>
 #include <cstdio>
@@ -38,8 +41,7 @@
 #include <vector>
 
 #include "acl/acl.h"
-#include "aclnn_group_normalization_grad.h"
-#include "aclnn_inplace_apply_power_sign.h"
+#include "src/ops/op_desc.hpp"
 
 namespace {
 
@@ -137,13 +139,16 @@ int64_t numel(const Desc& d) {
 
 bool in(const unsigned char* p, const unsigned char* base, size_t size) { return p >= base && p < base + size; }
 
-// The byte range [first, last) of a view that nnops accepted (dense, so numel * elem bytes from its start).
+// The byte range [first, last) a view that nnops accepted spans (from its lowest element: strides are
+// non-negative then).
 void output_range(const Desc& d, uintptr_t* first, uintptr_t* last) {
   const size_t es = acl_size(d.dtype);
-  const int64_t n = numel(d);
+  *first = *last = 0;
+  if (d.data == nullptr || numel(d) <= 0) return;
+  int64_t reach = 0;
+  for (size_t i = 0; i < d.view.size() && i < d.strides.size(); ++i) reach += (d.view[i] - 1) * d.strides[i];
   *first = reinterpret_cast<uintptr_t>(d.data) + static_cast<uintptr_t>(d.offset) * es;
-  *last = *first + static_cast<uintptr_t>(n) * es;
-  if (d.data == nullptr || n <= 0) *first = *last = 0;
+  *last = *first + static_cast<uintptr_t>(reach + 1) * es;
 }
 
 // Every byte of the arena outside the ranges is unchanged.
@@ -167,39 +172,34 @@ extern "C" const char* __lsan_default_suppressions() { return "leak:libomp.so\n"
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   Env& e = env();
   Reader in_(data, size);
-  const bool ps = in_.u8() & 1;
+  const auto& all = nnops::ops::all_ops();
+  const nnops::ops::OpDesc& op = *all[in_.u8() % all.size()];
   const uint8_t flags = in_.u8();
   const uint8_t dsel = in_.u8();
   const int dtype = dsel == 0 ? ACL_FLOAT : dsel == 1 ? ACL_FLOAT16 : dsel == 2 ? ACL_BF16 : dsel - 3;
-  const uint8_t shape_byte = in_.u8();
+  const int rank = op.min_rank + in_.u8() % (op.max_rank - op.min_rank + 1);
 
   // Every input starts from the same memory (zeros: beta = lr = 0 are valid scalars).
   std::memset(e.dev, 0, kDevBytes);
   std::memset(e.host, 0, kHostBytes);
 
-  // The valid template: dense tensors laid out one after another in D.
-  const int nt = ps ? 7 : 6;
-  std::vector<Desc> t(nt);
+  // The valid template: dense tensors of the descriptor's shapes, laid out one after another in D.
   std::vector<int64_t> shape;
-  if (!ps) {
-    shape = {1 + (shape_byte & 3), 1 + ((shape_byte >> 2) & 3)};
-    const int extra = 1 + ((shape_byte >> 4) & 3);
-    for (int i = 0; i < extra; ++i) shape.push_back(1 + in_.u8());
-  } else {
-    const int rank = shape_byte % 9;
-    for (int i = 0; i < rank; ++i) shape.push_back(1 + in_.u8());
-  }
+  for (int i = 0; i < rank; ++i) shape.push_back(1 + in_.u8());
+  const nnops::ops::Attrs attrs = op.attrs_for(shape);
+  const std::vector<std::vector<int64_t>> shapes = op.shapes(shape, attrs);
+  const int nt = static_cast<int>(op.tensors.size());
+  std::vector<Desc> t(nt);
   for (int i = 0; i < nt; ++i) {
     Desc& d = t[i];
     d.dtype = dtype;
-    if (!ps) {
-      d.view = (i == 3 || i == 4) ? std::vector<int64_t>{shape[0], shape[1]} : shape;  // mean, rstd: [N, G]
-      if ((i == 3 || i == 4) && (flags & 64)) d.dtype = ACL_FLOAT;
-    } else {
-      d.view = (i >= 2 && i <= 5) ? std::vector<int64_t>{1} : shape;  // lr, logbase, sign_decay, beta
-    }
+    if (op.tensors[i].dtype == nnops::ops::DtypeRule::kTOrF32 && (flags & 64)) d.dtype = ACL_FLOAT;
+    d.view = shapes[i];
     d.make_dense();
   }
+  nnops::ops::AclCall call;
+  op.acl->defaults(shapes, attrs, &call);
+  if (!call.flags.empty()) call.flags[0] = (flags & 2) != 0;
   size_t at = 0;
   for (Desc& d : t) {
     d.data = e.dev + at % kDevBytes;
@@ -281,6 +281,20 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         d.view = o.view, d.strides = o.strides, d.storage = o.storage, d.offset = o.offset;
         break;
       }
+      case 12:
+        if (idx < static_cast<int>(call.ints.size())) call.ints[idx] = sv;
+        break;
+      case 13:
+        if (idx < static_cast<int>(call.reals.size())) std::memcpy(&call.reals[idx], &v, 8);
+        break;
+      case 14:
+        if (idx < static_cast<int>(call.flags.size())) call.flags[idx] = v & 1;
+        break;
+      case 15:
+        call.bools_null = (v & 0xff) == 0xff;
+        call.bools.assign(v & 7, false);
+        for (size_t k = 0; k < call.bools.size(); ++k) call.bools[k] = (v >> (8 + k)) & 1;
+        break;
       default:
         break;
     }
@@ -315,17 +329,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   uint64_t ws = 12345;
   aclOpExecutor* exec = reinterpret_cast<aclOpExecutor*>(uintptr_t{0x10});
-  aclnnStatus st;
-  if (!ps) {
-    st = aclnnGroupNormalizationGradGetWorkspaceSize(at_[0], at_[1], at_[2], at_[3], at_[4], at_[5], &ws, &exec);
-  } else {
-    st = aclnnInplaceApplyPowerSignGetWorkspaceSize(at_[0], at_[1], at_[2], at_[3], at_[4], at_[5], at_[6],
-                                                    (flags & 2) != 0, &ws, &exec);
-  }
+  call.t = at_;
+  const aclnnStatus st = op.acl->phase_one(call, &ws, &exec);
   const std::string msg = st != ACLNN_SUCCESS ? aclGetRecentErrMsg() : "";
   static const bool verbose = std::getenv("NNOPS_FUZZ_VERBOSE") != nullptr;  // to check what a seed reaches
   if (verbose) {
-    std::fprintf(stderr, "%s phase one: %d, workspace %llu %s\n", ps ? "PowerSign" : "GroupNormGrad", st,
+    std::fprintf(stderr, "%s phase one: %d, workspace %llu %s\n", op.name, st,
                  static_cast<unsigned long long>(ws), msg.c_str());
   }
   if (st != ACLNN_SUCCESS) {
@@ -342,18 +351,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       uint64_t wsz = ws;
       if ((flags & 4) && wsz > 0) --wsz;
       aclrtStream s = (flags & 1) ? e.stream : nullptr;
-      auto launch = [&] {
-        return ps ? aclnnInplaceApplyPowerSign(w, wsz, exec, s) : aclnnGroupNormalizationGrad(w, wsz, exec, s);
-      };
+      auto launch = [&] { return op.acl->phase_two(w, wsz, exec, s); };
       const aclnnStatus ls = launch();
       if (ls == ACLNN_SUCCESS) {
         require(aclrtSynchronizeStream(s) == ACL_SUCCESS);
-        std::vector<std::pair<uintptr_t, uintptr_t>> outs(ps ? 2 : 1);
-        if (!ps) {
-          output_range(t[5], &outs[0].first, &outs[0].second);
-        } else {
-          output_range(t[0], &outs[0].first, &outs[0].second);
-          output_range(t[1], &outs[1].first, &outs[1].second);
+        std::vector<std::pair<uintptr_t, uintptr_t>> outs;
+        for (int i = 0; i < nt; ++i) {
+          if (op.tensors[i].role == nnops::ops::Role::kIn) continue;
+          outs.emplace_back();
+          output_range(t[i], &outs.back().first, &outs.back().second);
         }
         require(unchanged_outside(e.dev, e.dev_before.data(), kDevBytes, outs));
         require(unchanged_outside(e.host, e.host_before.data(), kHostBytes, outs));

@@ -83,27 +83,39 @@ def alias(tensor, other, delta=0):
     return rec(tensor, 8, 3 | (other << 8) | ((delta + 128) << 16))
 
 
-GN, PS = 0, 1
+# Operators by their index in src/ops/op_list.inc.
+GNG, PS = 0, 1
 F32, F16, BF16 = 0, 1, 2
-STATS_F32, STREAM, LOCK, LAUNCH_TWICE = 64, 1, 2, 16
+AUX_F32, STREAM, LOCK, LAUNCH_TWICE = 64, 1, 2, 16
+
+
+def main(op, flags, dtype, dims, min_rank):
+    """Header bytes: operator, flags, dtype, rank selector, then one byte per dim (1 + b)."""
+    return bytes([op, flags, dtype, len(dims) - min_rank] + [d - 1 for d in dims])
+
+
 acl = {
     "gn_f32_default": b"",
-    "gn_f16_stream": bytes([GN, STREAM, F16, 0x15, 7, 9]),
-    "gn_bf16_stats_f32": bytes([GN, STATS_F32 | LAUNCH_TWICE, BF16, 0x2a, 3, 5, 2]),
-    "gn_in_place_dx_is_dy": bytes([GN, 0, F32, 0x05, 30]) + alias(5, 1),
+    "gn_f16_stream": main(GNG, STREAM, F16, [2, 3, 7, 9], 3),
+    "gn_bf16_stats_f32": main(GNG, AUX_F32 | LAUNCH_TWICE, BF16, [3, 2, 3, 5, 2], 3),
+    "gn_in_place_dx_is_dy": main(GNG, 0, F32, [2, 2, 30], 3) + alias(5, 1),
     # [1, 1, 128, 256] float16 with dx = dy: 2^15 elements, the multi-threaded plan with a workspace.
-    "gn_f16_parallel_workspace": bytes([GN, STREAM, F16, 0x10, 127, 255]) + alias(5, 1),
-    "gn_strided_offset": bytes([GN, 0, F32, 0x00, 3]) + rec(0, 1, 2, 2) + rec(0, 2, 8) + rec1(5, 3, 1),
-    "gn_huge_dims": bytes([GN, 0, F32, 0x00, 3]) + rec(0, 0, (1 << 31) + 1, 2) + rec(1, 0, -1, 0),
-    "gn_host_arena": bytes([GN, 0, F16, 0x04, 9]) + rec(0, 8, 2 | (64 << 8)) + rec(5, 8, 2 | (4096 << 8)),
-    "ps_f32_vector": bytes([PS, 0, F32, 1, 199]),
-    "ps_bf16_lock_stream": bytes([PS, STREAM | LOCK, BF16, 2, 9, 31]),
-    "ps_f16_scalar_values": bytes([PS, 0, F16, 1, 15]) + rec(5, 9, 0x3b00) + rec(2, 9, 0x2e66),
+    "gn_f16_parallel_workspace": main(GNG, STREAM, F16, [1, 1, 128, 256], 3) + alias(5, 1),
+    "gn_strided_offset": main(GNG, 0, F32, [1, 1, 3], 3) + rec(0, 1, 2, 2) + rec(0, 2, 8) + rec1(5, 3, 1),
+    # A transposed (strided) x: the dense-copy path and its workspace.
+    "gn_transposed_x": main(GNG, 0, F32, [2, 2, 4], 3) + rec(0, 1, 1, 0) + rec(0, 1, 2, 1) + rec(0, 1, 4, 2),
+    "gn_huge_dims": main(GNG, 0, F32, [1, 1, 3], 3) + rec(0, 0, (1 << 31) + 1, 2) + rec(1, 0, -1, 0),
+    "gn_host_arena": main(GNG, 0, F16, [1, 2, 9], 3) + rec(0, 8, 2 | (64 << 8)) + rec(5, 8, 2 | (4096 << 8)),
+    "ps_f32_vector": main(PS, 0, F32, [200], 0),
+    "ps_bf16_lock_stream": main(PS, STREAM | LOCK, BF16, [10, 32], 0),
+    "ps_f16_scalar_values": main(PS, 0, F16, [16], 0) + rec(5, 9, 0x3b00) + rec(2, 9, 0x2e66),
     # [128, 256] float16: 2^15 elements, two threads.
-    "ps_f16_parallel": bytes([PS, 0, F16, 2, 127, 255]),
-    "ps_rank0_empty": bytes([PS, 0, F32, 3, 0, 255, 4]) + rec(0, 0, 0, 1) + rec(1, 0, 0, 1) + rec(6, 0, 0, 1),
-    "ps_overlap_var_m": bytes([PS, 0, F32, 1, 63]) + alias(1, 0, 8),
-    "ps_bad_dtype": bytes([PS, 0, 3 + 11, 1, 3]),
+    "ps_f16_parallel": main(PS, 0, F16, [128, 256], 0),
+    "ps_rank0_empty": main(PS, 0, F32, [1, 256, 5], 0) + rec(0, 0, 0, 1) + rec(1, 0, 0, 1) + rec(6, 0, 0, 1),
+    "ps_overlap_var_m": main(PS, 0, F32, [64], 0) + alias(1, 0, 8),
+    # var [4, 8] with rows 16 elements apart, placed away from the other tensors.
+    "ps_strided_var": main(PS, 0, F32, [4, 8], 0) + rec(0, 1, 16, 0) + rec(0, 2, 64, 0) + rec(0, 8, 1 | (100000 << 8)),
+    "ps_bad_dtype": main(PS, 0, 3 + 11, [4], 0),
 }
 for name, data in acl.items():
     write("fuzz_aclnn", name, data)

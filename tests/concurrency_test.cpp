@@ -24,6 +24,7 @@
 #include "src/acl/error.hpp"
 #include "src/acl/executor.hpp"
 #include "src/core/host_buffer.hpp"
+#include "src/ops/op_desc.hpp"
 #include "tests/acl/acl_test_util.hpp"
 #include "tests/test_util.hpp"
 
@@ -32,28 +33,6 @@ namespace {
 
 using detail::HostBuffer;
 constexpr DType kDtypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
-
-// One GroupNormalizationGrad call's tensors, filled from a seed.
-struct GnCase {
-  HostBuffer x, dy, gamma, mean, rstd, dx;
-  GnCase(DType t, std::vector<int64_t> shape, uint64_t seed)
-      : x(t, shape),
-        dy(t, shape),
-        gamma(t, shape),
-        mean(t, {shape[0], shape[1]}),
-        rstd(t, {shape[0], shape[1]}),
-        dx(t, shape) {
-    std::mt19937_64 rng(seed);
-    testing::fill_random(x, rng);
-    testing::fill_random(dy, rng);
-    testing::fill_random(gamma, rng);
-    testing::fill_random(mean, rng, -1, -1);
-    for (int64_t i = 0; i < rstd.numel(); ++i) rstd.set(i, 0.5 + 0.25 * static_cast<double>(i % 3));
-  }
-  Status run(const Context& ctx) {
-    return group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), ctx);
-  }
-};
 
 // One PowerSign problem; run() applies one step.
 struct PsCase {
@@ -91,44 +70,47 @@ void on_threads(int n, F body) {
 }
 
 TEST(ConcurrencyCpp, ManyThreadsOnDifferentTensorsGiveTheSerialBits) {
-  // 8 workers, each with its own GroupNormalizationGrad and PowerSign problems (dtype, shape and inner
-  // thread count vary by worker), 3 rounds each. The serial pass computes every expected result first.
+  // 8 workers per operator of the descriptor list, each with its own problems (dtype, shape and inner thread
+  // count vary by worker), 3 rounds each. The serial pass computes every expected result first.
   constexpr int kWorkers = 8, kRounds = 3;
-  struct Work {
-    std::unique_ptr<GnCase> gn;
-    std::unique_ptr<PsCase> ps;
-    Context ctx;
-    HostBuffer gn_want, var_want, m_want;
-  };
-  std::vector<Work> work(kWorkers);
-  for (int w = 0; w < kWorkers; ++w) {
-    const DType t = kDtypes[w % 3];
-    const int64_t groups = 1 + w % 3, m = (w % 2) ? 40000 : 777;  // parallel and single-thread plans
-    work[w].ctx = Context{1 + w % 3};
-    work[w].gn = std::make_unique<GnCase>(t, std::vector<int64_t>{1, groups, m}, 100 + w);
-    work[w].ps = std::make_unique<PsCase>(t, std::vector<int64_t>{(w % 2) ? 40000 : 513}, 200 + w);
-    // Serial reference: same calls, one thread, one after another.
-    ASSERT_TRUE(work[w].gn->run(Context{1}).is_ok());
-    work[w].gn_want = work[w].gn->dx.clone();
-    PsCase serial(t, work[w].ps->var.shape(), 200 + w);
-    for (int r = 0; r < kRounds; ++r) ASSERT_TRUE(serial.run(false, Context{1}).is_ok());
-    work[w].var_want = serial.var.clone();
-    work[w].m_want = serial.m.clone();
-    testing::fill_sentinel(work[w].gn->dx);
-  }
-  std::vector<int> failures(kWorkers, 0);
-  on_threads(kWorkers, [&](int w) {
-    for (int r = 0; r < kRounds; ++r) {
-      failures[w] += work[w].gn->run(work[w].ctx).is_ok() ? 0 : 1;
-      failures[w] += work[w].ps->run(w % 2 == 0, work[w].ctx).is_ok() ? 0 : 1;
+  for (const ops::OpDesc* d : ops::all_ops()) {
+    SCOPED_TRACE(d->name);
+    struct Work {
+      ops::Problem p, want;
+      Context ctx;
+    };
+    std::vector<Work> work(kWorkers);
+    auto run = [&](ops::Problem& p, const Context& ctx) {
+      const std::vector<TensorView> v = p.views();
+      return ops::run_prepared(d->name, d->prepare, v.data(), p.attrs, ctx);
+    };
+    for (int w = 0; w < kWorkers; ++w) {
+      // Small and l2-sized shapes: single-thread and parallel plans.
+      const DType t = kDtypes[w % 3];
+      const std::vector<int64_t> shape =
+          (w % 2) ? d->bench_cases(t)[0].shape : d->test_shapes[w % d->test_shapes.size()];
+      ops::ProblemSpec spec;
+      spec.dtype = t;
+      spec.shape = shape;
+      spec.seed = 100 + w;
+      spec.attrs = d->attrs_for(shape);
+      work[w].p = d->make_problem(spec);
+      work[w].ctx = Context{1 + w % 3};
+      // Serial reference: the same calls, one thread, one after another (in-place operators step kRounds times).
+      work[w].want = work[w].p.clone();
+      for (int r = 0; r < kRounds; ++r) ASSERT_TRUE(run(work[w].want, Context{1}).is_ok());
     }
-  });
-  for (int w = 0; w < kWorkers; ++w) {
-    SCOPED_TRACE("worker " + std::to_string(w));
-    EXPECT_EQ(failures[w], 0);
-    EXPECT_TRUE(work[w].gn->dx.same_bytes(work[w].gn_want));
-    EXPECT_TRUE(work[w].ps->var.same_bytes(work[w].var_want));
-    EXPECT_TRUE(work[w].ps->m.same_bytes(work[w].m_want));
+    std::vector<int> failures(kWorkers, 0);
+    on_threads(kWorkers, [&](int w) {
+      for (int r = 0; r < kRounds; ++r) failures[w] += run(work[w].p, work[w].ctx).is_ok() ? 0 : 1;
+    });
+    for (int w = 0; w < kWorkers; ++w) {
+      SCOPED_TRACE("worker " + std::to_string(w));
+      EXPECT_EQ(failures[w], 0);
+      for (std::size_t i = 0; i < d->tensors.size(); ++i) {
+        if (d->tensors[i].role != ops::Role::kIn) EXPECT_TRUE(work[w].p.t[i].same_bytes(work[w].want.t[i]));
+      }
+    }
   }
 }
 
@@ -314,37 +296,51 @@ TEST_F(ConcurrencyAcl, StressStreamDestroyedWhileProducersLaunch) {
 }
 
 TEST_F(ConcurrencyAcl, ConcurrentPhaseOneLaunchAndDestroy) {
-  // Executors created, launched, destroyed and misused (second launch, foreign destroy) from many threads
-  // at once: the registry stays consistent and every misuse is reported to the thread that made it.
+  // For every operator (through its C API binding): executors created, launched, destroyed and misused
+  // (second launch, second destroy) from many threads at once. The registry stays consistent and every
+  // misuse is reported to the thread that made it.
   constexpr int kThreads = 6, kIters = 20;
-  const std::vector<int64_t> shape = {2, 2, 64}, ng = {2, 2};
-  HostBuffer x(DType::kFloat32, shape), stats(DType::kFloat32, ng);
-  std::mt19937_64 rng(5);
-  testing::fill_random(x, rng);
-  for (int64_t i = 0; i < stats.numel(); ++i) stats.set(i, 1.0);
-  DevTensor dx_in(x), stat(stats);
-  std::vector<int> bad(kThreads, 0);
-  on_threads(kThreads, [&](int w) {
-    DevTensor dx(ACL_FLOAT, shape);
-    for (int i = 0; i < kIters; ++i) {
-      uint64_t ws = 0;
-      aclOpExecutor* e = nullptr;
-      if (aclnnGroupNormalizationGradGetWorkspaceSize(dx_in, dx_in, dx_in, stat, stat, dx, &ws, &e) != ACLNN_SUCCESS) {
-        ++bad[w];
-        continue;
+  for (const ops::OpDesc* d : ops::all_ops()) {
+    SCOPED_TRACE(d->name);
+    ops::ProblemSpec spec;
+    spec.shape = d->test_shapes.back();
+    spec.attrs = d->attrs_for(spec.shape);
+    const ops::Problem p = d->make_problem(spec);
+    std::vector<int> bad(kThreads, 0);
+    on_threads(kThreads, [&](int w) {
+      // Each thread its own device copies (outputs and in-place arguments are written).
+      std::vector<std::unique_ptr<DevTensor>> dev;
+      ops::AclCall c;
+      for (const HostBuffer& b : p.t) {
+        dev.push_back(std::make_unique<DevTensor>(b));
+        c.t.push_back(*dev.back());
       }
-      if ((i + w) % 3 == 0) {
-        bad[w] += aclDestroyAclOpExecutor(e) == ACLNN_SUCCESS ? 0 : 1;
-        bad[w] += aclDestroyAclOpExecutor(e) == ACLNN_ERR_PARAM_INVALID ? 0 : 1;  // already destroyed
-      } else {
-        bad[w] += aclnnGroupNormalizationGrad(nullptr, ws, e, nullptr) == ACLNN_SUCCESS ? 0 : 1;
-        bad[w] += aclnnGroupNormalizationGrad(nullptr, ws, e, nullptr) == ACLNN_ERR_PARAM_INVALID ? 0 : 1;  // ran once
+      std::vector<std::vector<int64_t>> shapes;
+      for (const HostBuffer& b : p.t) shapes.push_back(b.shape());
+      d->acl->defaults(shapes, p.attrs, &c);
+      for (int i = 0; i < kIters; ++i) {
+        uint64_t ws = 0;
+        aclOpExecutor* e = nullptr;
+        if (d->acl->phase_one(c, &ws, &e) != ACLNN_SUCCESS) {
+          ++bad[w];
+          recent_error();
+          continue;
+        }
+        if ((i + w) % 3 == 0) {
+          bad[w] += aclDestroyAclOpExecutor(e) == ACLNN_SUCCESS ? 0 : 1;
+          bad[w] += aclDestroyAclOpExecutor(e) == ACLNN_ERR_PARAM_INVALID ? 0 : 1;  // already destroyed
+        } else {
+          std::vector<unsigned char> work(ws + 64);
+          void* wp = ws ? work.data() + (64 - reinterpret_cast<uintptr_t>(work.data()) % 64) % 64 : nullptr;
+          bad[w] += d->acl->phase_two(wp, ws, e, nullptr) == ACLNN_SUCCESS ? 0 : 1;
+          bad[w] += d->acl->phase_two(wp, ws, e, nullptr) == ACLNN_ERR_PARAM_INVALID ? 0 : 1;  // ran once
+        }
+        bad[w] += recent_error().find("executor") != std::string::npos ? 0 : 1;
       }
-      bad[w] += recent_error().find("executor") != std::string::npos ? 0 : 1;
-    }
-  });
-  for (int b : bad) EXPECT_EQ(b, 0);
-  EXPECT_EQ(acl::live_executors(), 0u);
+    });
+    for (int b : bad) EXPECT_EQ(b, 0);
+    EXPECT_EQ(acl::live_executors(), 0u);
+  }
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -19,6 +20,7 @@
 #include "nnops/nnops.hpp"
 #include "src/acl/executor.hpp"
 #include "src/core/check.hpp"
+#include "src/ops/op_desc.hpp"
 #include "tests/acl/acl_test_util.hpp"
 #include "tools/cli/npy.hpp"
 
@@ -119,6 +121,45 @@ TEST(OverflowCpp, MisalignedDataIsRejected) {
   EXPECT_EQ(detail::check_tensor("op", "x", TensorView(buf + 2, DType::kFloat32, {4}), &n).code(),
             StatusCode::kInvalidArgument);
   EXPECT_TRUE(detail::check_tensor("op", "x", TensorView(buf + 1, DType::kFloat32, {0}), &n).is_ok());  // empty
+}
+
+// Every operator of the descriptor list: a main shape whose element count overflows int64, over a small
+// buffer, and misaligned data in each tensor position: rejected before a byte is touched.
+TEST(OverflowCpp, EveryOperatorRejectsOverflowingShapesAndMisalignedData) {
+  for (const ops::OpDesc* d : ops::all_ops()) {
+    SCOPED_TRACE(d->name);
+    const int rank = std::max(d->min_rank, 3);
+    const std::vector<int64_t> huge(rank, int64_t{1} << 33);
+    alignas(64) unsigned char buf[4096];
+    std::memset(buf, 0x5A, sizeof buf);
+    const std::vector<std::vector<int64_t>> shapes = d->shapes(huge, d->attrs_for(huge));
+    std::vector<TensorView> v;
+    for (std::size_t i = 0; i < d->tensors.size(); ++i) {
+      const DType t = DType::kFloat32;
+      v.push_back(TensorView::contiguous(buf + 64 * i, t, shapes[i].data(), static_cast<int>(shapes[i].size())));
+    }
+    Status s = ops::run_prepared(d->name, d->prepare, v.data(), d->attrs_for(huge), Context{});
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.message();
+    EXPECT_THAT(s.message(), HasSubstr("overflows"));
+    for (unsigned char c : buf) ASSERT_EQ(c, 0x5A);
+
+    // A valid small call, then each tensor one byte off its alignment.
+    ops::ProblemSpec spec;
+    spec.shape = d->test_shapes.back();
+    spec.attrs = d->attrs_for(spec.shape);
+    ops::Problem p = d->make_problem(spec);
+    const ops::Problem before = p.clone();
+    for (std::size_t i = 0; i < d->tensors.size(); ++i) {
+      if (p.t[i].numel() == 0) continue;
+      std::vector<TensorView> w = p.views();
+      w[i] = TensorView::contiguous(static_cast<unsigned char*>(p.t[i].data()) + 1, p.t[i].dtype(),
+                                    p.t[i].shape().data(), static_cast<int>(p.t[i].shape().size()));
+      s = ops::run_prepared(d->name, d->prepare, w.data(), p.attrs, Context{});
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << d->tensors[i].name;
+      EXPECT_THAT(s.message(), HasSubstr(std::string(d->tensors[i].name) + " has data pointer"));
+      for (std::size_t k = 0; k < p.t.size(); ++k) EXPECT_TRUE(p.t[k].same_bytes(before.t[k]));
+    }
+  }
 }
 
 // ---- C API: storage spans, blocks, workspace --------------------------------------------------------

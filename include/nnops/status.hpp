@@ -15,7 +15,7 @@ enum class StatusCode : int {
   kOk = 0,
   kNullPointer = 1,      ///< A required pointer (tensor data, output) was null.
   kInvalidArgument = 2,  ///< A dtype, shape, value or memory layout is not accepted.
-  kUnsupported = 3,      ///< Valid request that this build cannot serve (e.g. strided views for now).
+  kUnsupported = 3,      ///< Valid request that this build cannot serve.
   kInternal = 4,         ///< A bug or a resource failure inside nnops.
 };
 

@@ -1,8 +1,13 @@
 // A non-owning view of a tensor: data pointer, dtype, shape and strides (in elements).
 //
-// Views never allocate or free. The caller keeps the memory alive for the duration of a call.
-// Operators currently accept only contiguous (dense row-major) views and reject others with a clear
-// error; the strides are carried so that strided support can land without an API change.
+// Views never allocate or free. The caller keeps the memory alive for the duration of a call. Every operator
+// accepts any non-negative strides (dense row-major, channels-last, transposed, padded, broadcast inputs with
+// stride 0, ...) and gives exactly the bits it gives for a dense copy; an output must give each element its
+// own address. Dense row-major and (for the GroupNorm family) channels-last are the fast paths; other
+// layouts are copied to dense buffers first (see the operators' READMEs).
+//
+// An optional argument (GroupNorm's gamma and beta, an output that an output mask leaves out) is absent when
+// passed as TensorView::none() (= TensorView{}: null data, rank 0).
 #pragma once
 
 #include <cstdint>
@@ -18,8 +23,11 @@ constexpr int kMaxRank = 8;
 
 class TensorView {
  public:
-  /// An empty rank-0 float32 view with a null data pointer.
+  /// An empty rank-0 float32 view with a null data pointer: "no tensor" for optional arguments.
   TensorView() = default;
+  static TensorView none() { return TensorView(); }
+  /// True for TensorView::none() (null data and rank 0).
+  bool is_none() const noexcept { return data_ == nullptr && rank_ == 0; }
 
   /// Contiguous view; `shape` lists the dims outermost first. A rank above kMaxRank gives a view that
   /// every operator rejects with a message (rank() then reports the requested rank).

@@ -60,7 +60,7 @@ enum class AttrKind : uint8_t {
 struct AttrSpec {
   const char* name;  ///< C++/Python name; CLI option --name with '_' as '-'
   AttrKind kind;
-  double def;  ///< default for kInt/kFloat/kBool; a kMask defaults to all true
+  double def;  ///< default for kInt/kFloat/kBool (NaN: no default, the CLI requires it); a kMask is all true
   const char* help = "";
 };
 
@@ -203,6 +203,9 @@ struct OpDesc {
   /// `nnops check` flag that puts kTOrF32 tensors in T, and its help ("" when the operator has none).
   const char* aux_flag;
   const char* aux_help;
+  /// `nnops run` flag that writes kTOrF32 outputs in float32 instead of T, and its help ("" when none).
+  const char* run_aux_flag = "";
+  const char* run_aux_help = "";
   /// Extra lines for the help of `nnops run/check <op>` (examples).
   const char* run_example;
   const char* check_example;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
+#include "src/ops/op_desc.hpp"
 #include "tools/cli/check.hpp"
 #include "tools/cli/info.hpp"
 
@@ -52,7 +53,7 @@ std::unique_ptr<CommandLine> make_command_line() {
   DemoOptions& demo = cl->demo;
   CLI::App* demo_cmd = cl->demo_cmd = app.add_subcommand(
       "demo",
-      "Run both operators in float32/float16/bfloat16 on realistic sizes, verify against the float64 "
+      "Run every operator in float32/float16/bfloat16 on realistic sizes, verify against the float64 "
       "reference, print one row per case (exit 1 on any FAIL)");
   demo_cmd->add_option("--threads", demo.threads, "Threads (default: NNOPS_NUM_THREADS or all cores)")
       ->check(CLI::Range(0, 4096));
@@ -80,34 +81,23 @@ std::unique_ptr<CommandLine> make_command_line() {
       "run", "Run one operator on .npy files: inputs are read, checked and computed before any file is written");
   run_cmd->require_subcommand(1);
   add_run_subcommands(run_cmd, &leaves);
-  run_cmd->footer(
-      "Examples (see 'nnops run <operator> --help' for each operator's options):\n"
-      "  nnops run group_normalization_grad --x x.npy --dy dy.npy --gamma gamma.npy \\\n"
-      "      --mean mean.npy --rstd rstd.npy --dx dx.npy\n"
-      "  nnops run inplace_apply_power_sign --var var.npy --m m.npy --grad grad.npy \\\n"
-      "      --lr 0.001 --logbase 1.0 --sign-decay 0.99 --beta 0.9 [--steps 10]\n"
-      "Exit status: 0 success, 1 data or operator error, 2 usage error. Nothing is written on error.");
+  std::string run_examples, check_examples;
+  for (const ops::OpDesc* d : ops::all_ops()) {
+    run_examples += std::string(d->run_example) + "\n";
+    check_examples += std::string(d->check_example) + "\n";
+  }
+  run_cmd->footer("Examples (see 'nnops run <operator> --help' for each operator's options):\n" + run_examples +
+                  "Exit status: 0 success, 1 data or operator error, 2 usage error. Nothing is written on error.");
 
   CLI::App* check_cmd = app.add_subcommand(
       "check", "Run an operator on seeded random inputs and compare it with its float64 reference (PASS/FAIL)");
   check_cmd->require_subcommand(1);
   add_check_subcommands(check_cmd, &leaves);
-  check_cmd->footer(
-      "Examples:\n"
-      "  nnops check group_normalization_grad --dtype float16 --shape 2,32,8,64\n"
-      "  nnops check inplace_apply_power_sign --dtype bfloat16 --seed 7\n"
-      "Exit status: 0 PASS, 1 FAIL or operator error, 2 usage error.");
+  check_cmd->footer("Examples:\n" + check_examples + "Exit status: 0 PASS, 1 FAIL or operator error, 2 usage error.");
 
   // Set last: subcommands copy their parent's footer and failure handler when they are created.
-  app.footer(
-      "Examples:\n"
-      "  nnops run group_normalization_grad --x x.npy --dy dy.npy --gamma gamma.npy --mean mean.npy \\\n"
-      "      --rstd rstd.npy --dx dx.npy\n"
-      "  nnops run inplace_apply_power_sign --var var.npy --m m.npy --grad grad.npy --lr 0.001 \\\n"
-      "      --logbase 1.0 --sign-decay 0.99 --beta 0.9\n"
-      "  nnops check inplace_apply_power_sign --dtype bfloat16\n"
-      "  nnops info\n"
-      "Exit status: 0 success, 1 operator or data error (or a failed check), 2 usage error.");
+  app.footer("Examples:\n" + run_examples + check_examples + "  nnops info\n" +
+             "Exit status: 0 success, 1 operator or data error (or a failed check), 2 usage error.");
   app.failure_message(one_line_usage_error);
 
   return cl;

@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
+#include "src/ops/op_desc.hpp"
+#include "src/ops/problem_util.hpp"
 #include "tools/cli/bench_probe.hpp"
 #include "tools/cli/cli_util.hpp"
 
@@ -52,13 +54,9 @@ Result make_result(const char* op, DType t, const std::string& size, const std::
   return r;
 }
 
-// Footprints: "l2" fits one core's L2 with room to spare, "l3" fits the shared L3, "dram" moves at least
-// 1 GiB per call (far beyond any cache).
-constexpr double kL2Footprint = 768.0 * 1024, kL3Footprint = 16.0 * 1024 * 1024, kDramMoved = 1024.0 * 1024 * 1024;
-
 // Runs op and probe alternately `reps` times after warm-up; both see the same machine state.
 template <class Op, class Probe>
-void measure(int reps, Op&& op, Probe&& probe, Result* r) {
+void measure(int reps, Op&& op, Probe&& probe, Timing* op_t, Timing* probe_t) {
   for (int i = 0; i < 2; ++i) {
     op();
     probe();
@@ -72,101 +70,47 @@ void measure(int reps, Op&& op, Probe&& probe, Result* r) {
     probe();
     tp.push_back(now_seconds() - t0);
   }
-  r->op_t = summarize(to);
-  r->probe_t = summarize(tp);
+  *op_t = summarize(to);
+  *probe_t = summarize(tp);
 }
 
-// Probe with read-3-write-1: the better of plain and streaming stores (each timed separately).
-Timing probe_r3w1(HostBuffer& a, HostBuffer& b, HostBuffer& c, HostBuffer& d, int threads, int reps) {
-  const size_t n = a.bytes() / 4;
-  auto run = [&](bool nt) {
-    auto probe = [&] {
-      probe_read3_write1(static_cast<float*>(a.data()), static_cast<float*>(b.data()), static_cast<float*>(c.data()),
-                         static_cast<float*>(d.data()), n, threads, nt);
-    };
-    time_calls(2, probe);  // warm-up
-    return summarize(time_calls(reps, probe));
-  };
-  const Timing plain = run(false), streaming = run(true);
-  return plain.median <= streaming.median ? plain : streaming;
-}
-
-Result bench_power_sign(DType t, const std::string& size, int threads, int reps) {
-  const double s = static_cast<double>(dtype_size(t));
-  const int64_t n = size == "l2"   ? static_cast<int64_t>(kL2Footprint / (3 * s))
-                    : size == "l3" ? static_cast<int64_t>(kL3Footprint / (3 * s))
-                                   : static_cast<int64_t>(std::ceil(kDramMoved / (5 * s)));
-  Result r = make_result("inplace_apply_power_sign", t, size, "[" + std::to_string(n) + "]", threads);
-  HostBuffer var(t, {n}), m(t, {n}), grad(t, {n}), lr(t, {1}), lb(t, {1}), sd(t, {1}), beta(t, {1});
-  fill_uniform(var, 1, -1, 1);
-  fill_uniform(m, 2, -0.01f, 0.01f);
-  fill_uniform(grad, 3, -0.01f, 0.01f);
-  lr.set(0, 1e-6);  // tiny steps keep the data in range over many timed calls
-  lb.set(0, 1.0);
-  sd.set(0, 0.99);
-  beta.set(0, 0.9);
-  // Probe arrays of the same byte size (float32 lanes), separate from the operator's data.
-  const int64_t pn = static_cast<int64_t>(var.bytes() / 4);
-  HostBuffer pa(DType::kFloat32, {pn}), pb(DType::kFloat32, {pn}), pc(DType::kFloat32, {pn});
-  fill_uniform(pa, 4, 0, 1);
-  fill_uniform(pb, 5, 0, 1);
-  fill_uniform(pc, 6, -1e-30f, 1e-30f);  // adds almost nothing: values stay normal over any number of runs
+Result bench_case(const ops::OpDesc& d, DType t, const ops::BenchCase& c, int threads, int reps) {
+  Result r = make_result(d.name, t, c.size, shape_string(c.shape), threads);
+  ops::ProblemSpec spec;
+  spec.dtype = t;
+  spec.shape = c.shape;
+  spec.attrs = c.attrs;
+  ops::Problem p = d.make_problem(spec);
+  const std::vector<TensorView> v = p.views();
   const Context ctx{threads};
   Status st;
-  measure(
-      reps,
-      [&] {
-        st = inplace_apply_power_sign(var.view(), m.view(), lr.view(), lb.view(), sd.view(), beta.view(), grad.view(),
-                                      false, ctx);
-      },
-      [&] {
-        probe_read3_update2(static_cast<float*>(pa.data()), static_cast<float*>(pb.data()),
-                            static_cast<float*>(pc.data()), static_cast<size_t>(pn), threads);
-      },
-      &r);
-  if (!st) r.error = st.message();
-  r.bytes = r.model_bytes = r.probe_bytes = 5.0 * var.bytes();
-  return r;
-}
-
-Result bench_group_norm_grad(DType t, const std::string& size, int threads, int reps) {
-  const double s = static_cast<double>(dtype_size(t));
-  std::vector<int64_t> shape;
-  if (size == "l2") {
-    shape = {2, 4, static_cast<int64_t>(kL2Footprint / (4 * s) / 8)};
-  } else if (size == "l3") {
-    shape = {8, 8, static_cast<int64_t>(kL3Footprint / (4 * s) / 64)};
-  } else if (size == "dram") {  // many groups of 8192 elements (each fits L2): the common case
-    shape = {static_cast<int64_t>(std::ceil(kDramMoved / (4 * s) / (32.0 * 8192))), 32, 8, 32, 32};
-  } else {  // "dram-big": a few groups far larger than L2: the second pass must re-read
-    shape = {2, 4, int64_t{1} << 22};
+  auto op = [&] { st = ops::run_prepared(d.name, d.prepare, v.data(), p.attrs, ctx); };
+  // Probe arrays of the main tensor's byte size (float32 lanes), separate from the operator's data.
+  const ops::ProbeMix mix = d.probe;
+  const int64_t pn = static_cast<int64_t>(p.t[0].bytes() / 4);
+  const int narrays = mix.reads + (mix.in_place ? 0 : mix.writes);
+  std::vector<HostBuffer> arrays;
+  std::vector<float*> ptrs;
+  for (int k = 0; k < narrays; ++k) {
+    arrays.emplace_back(DType::kFloat32, std::vector<int64_t>{pn});
+    // The in-place probe adds the last array to the others on every run: tiny values keep them normal.
+    const bool addend = mix.in_place && k == mix.reads - 1;
+    ops::fill_uniform(arrays.back(), 100 + k, addend ? -1e-30f : 0.0f, addend ? 1e-30f : 1.0f);
+    ptrs.push_back(static_cast<float*>(arrays.back().data()));
   }
-  Result r = make_result("group_normalization_grad", t, size, shape_string(shape), threads);
-  HostBuffer x(t, shape), dy(t, shape), gamma(t, shape), dx(t, shape);
-  HostBuffer mean(DType::kFloat32, {shape[0], shape[1]}), rstd(DType::kFloat32, {shape[0], shape[1]});
-  fill_uniform(x, 1, -2, 2);
-  fill_uniform(dy, 2, -1, 1);
-  fill_uniform(gamma, 3, 0.5f, 1.5f);
-  fill_uniform(rstd, 4, 0.5f, 2);
-  const int64_t pn = static_cast<int64_t>(x.bytes() / 4);
-  HostBuffer pa(DType::kFloat32, {pn}), pb(DType::kFloat32, {pn}), pc(DType::kFloat32, {pn}), pd(DType::kFloat32, {pn});
-  fill_uniform(pa, 5, 0, 1);
-  fill_uniform(pb, 6, 0, 1);
-  fill_uniform(pc, 7, 0, 1);
-  const Context ctx{threads};
-  Status st;
-  auto op = [&] {
-    st = group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), ctx);
+  auto probe = [&](bool streaming) {
+    probe_mix(ptrs.data(), mix.reads, mix.writes, mix.in_place, static_cast<size_t>(pn), threads, streaming);
   };
-  time_calls(2, op);  // warm-up
-  r.op_t = summarize(time_calls(reps, op));
-  r.probe_t = probe_r3w1(pa, pb, pc, pd, threads, reps);
+  measure(reps, op, [&] { probe(false); }, &r.op_t, &r.probe_t);
+  if (!mix.in_place) {  // the better of plain and non-temporal stores
+    probe(true);
+    const Timing streaming = summarize(time_calls(reps, [&] { probe(true); }));
+    if (streaming.median < r.probe_t.median) r.probe_t = streaming;
+  }
   if (!st) r.error = st.message();
-  r.bytes = 4.0 * x.bytes() + 2.0 * mean.bytes();
-  r.probe_bytes = 4.0 * x.bytes();
-  // A group whose three inputs do not stay in the cache between the two passes is read twice.
-  const double group_bytes = 3.0 * x.bytes() / mean.numel();
-  r.model_bytes = group_bytes > 1024.0 * 1024 ? 7.0 * x.bytes() : r.bytes;
+  r.bytes = d.bytes(p);
+  r.model_bytes = d.model_bytes ? d.model_bytes(p) : r.bytes;
+  r.probe_bytes = static_cast<double>(mix.reads + mix.writes) * p.t[0].bytes();
   return r;
 }
 
@@ -191,10 +135,10 @@ void print_row(const Result& r) {
 
 void print_footer() {
   std::printf(
-      "GB/s: compulsory bytes per call / median time. probe: same read/write mix (PowerSign: read 3, update 2 in "
-      "place; GroupNormalizationGrad: read 3, write 1, best of plain and non-temporal stores), same threads, same "
-      "bytes. ratio = GB/s / probe. model: ratio counting the traffic the algorithm needs (groups larger than "
-      "1 MiB are read twice: 6 reads + 1 write).\n");
+      "GB/s: compulsory bytes per call / median time. probe: a streaming kernel with the operator's read/write mix "
+      "(e.g. PowerSign: read 3, update 2 in place; GroupNormalizationGrad: read 3, write 1, best of plain and "
+      "non-temporal stores), same threads, same bytes. ratio = GB/s / probe. model: ratio counting the traffic the "
+      "algorithm needs (e.g. GroupNormalizationGrad groups larger than 1 MiB are read twice).\n");
 }
 
 void print_json(const std::vector<Result>& rs) {
@@ -215,8 +159,10 @@ void print_json(const std::vector<Result>& rs) {
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
-  std::vector<std::string> ops = o.ops;
-  if (ops.empty()) ops = {"group_normalization_grad", "inplace_apply_power_sign"};
+  std::vector<std::string> names = o.ops;
+  if (names.empty()) {
+    for (const ops::OpDesc* d : ops::all_ops()) names.push_back(d->name);
+  }
   std::vector<DType> dtypes;
   for (const std::string& d :
        o.dtypes.empty() ? std::vector<std::string>{"float32", "float16", "bfloat16"} : o.dtypes) {
@@ -240,21 +186,25 @@ int run_bench(const BenchOptions& o) {
     std::printf("nnops %s bench: SIMD target %s\n", version(), current_isa().c_str());
     print_header();
   }
-  for (const std::string& op : ops) {
-    if (op != "group_normalization_grad" && op != "inplace_apply_power_sign") {
-      std::fprintf(stderr, "nnops bench: unknown operator '%s'\n", op.c_str());
+  for (const std::string& name : names) {
+    const ops::OpDesc* d = ops::find_op(name);
+    if (d == nullptr) {
+      std::fprintf(stderr, "nnops bench: unknown operator '%s'\n", name.c_str());
       return 2;
     }
-    std::vector<std::string> op_sizes = sizes;
-    if (op == "group_normalization_grad" && std::find(sizes.begin(), sizes.end(), "dram") != sizes.end())
-      op_sizes.push_back("dram-big");
-    for (DType t : dtypes)
-      for (const std::string& size : op_sizes)
+    for (DType t : dtypes) {
+      // A size class also selects its variants ("dram" includes "dram-big").
+      for (const ops::BenchCase& c : d->bench_cases(t)) {
+        const bool wanted = std::any_of(sizes.begin(), sizes.end(), [&](const std::string& s) {
+          return c.size == s || c.size.rfind(s + "-", 0) == 0;
+        });
+        if (!wanted) continue;
         for (int th : threads) {
-          results.push_back(op == "inplace_apply_power_sign" ? bench_power_sign(t, size, th, o.reps)
-                                                             : bench_group_norm_grad(t, size, th, o.reps));
+          results.push_back(bench_case(*d, t, c, th, o.reps));
           if (!o.json) print_row(results.back());
         }
+      }
+    }
   }
   if (o.json)
     print_json(results);

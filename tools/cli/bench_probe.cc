@@ -24,43 +24,79 @@ inline void Range(size_t n, int nt, int tid, size_t* b, size_t* e) {
   *e = std::min(n, static_cast<size_t>(hi) * 64);
 }
 
-void ProbeRead3Update2(float* a, float* b, const float* c, size_t n, int threads) {
+// kR reads, kW writes; the loops are unrolled by the compiler over the compile-time counts.
+template <int kR, int kW, bool kInPlace>
+void Mix(float* const* a, size_t n, int threads, bool streaming) {
   detail::parallel_region(threads, [&](int tid, int nt) {
     const hn::ScalableTag<float> d;
     const size_t N = hn::Lanes(d);
     size_t i, e;
     Range(n, nt, tid, &i, &e);
+    float* out[kW > 0 ? kW : 1];
+    for (int k = 0; k < kW; ++k) out[k] = kInPlace ? a[k] : a[kR + k];
+    auto scalar = [&](size_t j) {
+      if (kInPlace) {
+        for (int k = 0; k < kW; ++k) out[k][j] += a[kR - 1][j];
+      } else {
+        float s = 0;
+        for (int r = 0; r < kR; ++r) s += a[r][j];
+        for (int k = 0; k < kW; ++k) out[k][j] = s;
+      }
+    };
+    // Align the first output for Stream (non-temporal stores need aligned addresses).
+    for (; i < e && kW > 0 && (reinterpret_cast<uintptr_t>(out[0] + i) % (N * sizeof(float))) != 0; ++i) scalar(i);
     for (; i + N <= e; i += N) {
-      const auto vc = hn::LoadU(d, c + i);
-      hn::StoreU(hn::Add(hn::LoadU(d, a + i), vc), d, a + i);
-      hn::StoreU(hn::Add(hn::LoadU(d, b + i), vc), d, b + i);
+      if (kInPlace) {
+        const auto last = hn::LoadU(d, a[kR - 1] + i);
+        for (int k = 0; k < kW; ++k) hn::StoreU(hn::Add(hn::LoadU(d, out[k] + i), last), d, out[k] + i);
+      } else {
+        auto s = hn::LoadU(d, a[0] + i);
+        for (int r = 1; r < kR; ++r) s = hn::Add(s, hn::LoadU(d, a[r] + i));
+        for (int k = 0; k < kW; ++k) {
+          if (streaming) {
+            hn::Stream(s, d, out[k] + i);
+          } else {
+            hn::StoreU(s, d, out[k] + i);
+          }
+        }
+      }
     }
-    for (; i < e; ++i) {
-      a[i] += c[i];
-      b[i] += c[i];
-    }
+    for (; i < e; ++i) scalar(i);
+    if (streaming) hwy::FlushStream();  // order this thread's non-temporal stores before the join
   });
 }
 
-void ProbeRead3Write1(const float* a, const float* b, const float* c, float* out, size_t n, int threads,
-                      bool streaming) {
-  detail::parallel_region(threads, [&](int tid, int nt) {
-    const hn::ScalableTag<float> d;
-    const size_t N = hn::Lanes(d);
-    size_t i, e;
-    Range(n, nt, tid, &i, &e);
-    // Align the output for Stream (non-temporal stores need aligned addresses).
-    for (; i < e && (reinterpret_cast<uintptr_t>(out + i) % (N * sizeof(float))) != 0; ++i) out[i] = a[i] + b[i] + c[i];
-    if (streaming) {
-      for (; i + N <= e; i += N)
-        hn::Stream(hn::Add(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), hn::LoadU(d, c + i)), d, out + i);
-    } else {
-      for (; i + N <= e; i += N)
-        hn::Store(hn::Add(hn::Add(hn::LoadU(d, a + i), hn::LoadU(d, b + i)), hn::LoadU(d, c + i)), d, out + i);
-    }
-    for (; i < e; ++i) out[i] = a[i] + b[i] + c[i];
-    if (streaming) hwy::FlushStream();  // order this thread's non-temporal stores before the join
-  });
+template <int kR, bool kInPlace>
+void MixR(float* const* a, int writes, size_t n, int threads, bool streaming) {
+  switch (writes) {
+    case 0:
+      return Mix<kR, 0, kInPlace>(a, n, threads, streaming);
+    case 1:
+      return Mix<kR, 1, kInPlace>(a, n, threads, streaming);
+    case 2:
+      return Mix<kR, 2, kInPlace>(a, n, threads, streaming);
+    default:
+      return Mix<kR, 3, kInPlace>(a, n, threads, streaming);
+  }
+}
+
+template <bool kInPlace>
+void MixAll(float* const* a, int reads, int writes, size_t n, int threads, bool streaming) {
+  switch (reads) {
+    case 1:
+      return MixR<1, kInPlace>(a, writes, n, threads, streaming);
+    case 2:
+      return MixR<2, kInPlace>(a, writes, n, threads, streaming);
+    case 3:
+      return MixR<3, kInPlace>(a, writes, n, threads, streaming);
+    default:
+      return MixR<4, kInPlace>(a, writes, n, threads, streaming);
+  }
+}
+
+void ProbeMix(float* const* a, int reads, int writes, bool in_place, size_t n, int threads, bool streaming) {
+  if (in_place) return MixAll<true>(a, reads, writes, n, threads, false);
+  MixAll<false>(a, reads, writes, n, threads, streaming);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -71,15 +107,11 @@ HWY_AFTER_NAMESPACE();
 #if HWY_ONCE
 namespace nnops {
 namespace cli {
-HWY_EXPORT(ProbeRead3Update2);
-HWY_EXPORT(ProbeRead3Write1);
+HWY_EXPORT(ProbeMix);
 
-void probe_read3_update2(float* a, float* b, const float* c, size_t n, int threads) {
-  HWY_DYNAMIC_DISPATCH(ProbeRead3Update2)(a, b, c, n, threads);
-}
-void probe_read3_write1(const float* a, const float* b, const float* c, float* d, size_t n, int threads,
-                        bool streaming) {
-  HWY_DYNAMIC_DISPATCH(ProbeRead3Write1)(a, b, c, d, n, threads, streaming);
+void probe_mix(float* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads,
+               bool streaming) {
+  HWY_DYNAMIC_DISPATCH(ProbeMix)(arrays, reads, writes, in_place, n, threads, streaming);
 }
 }  // namespace cli
 }  // namespace nnops

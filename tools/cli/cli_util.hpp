@@ -29,12 +29,10 @@ std::vector<double> time_calls(int n, F&& f) {
   return t;
 }
 
-/// Fills b with uniform values in [lo, hi), rounded to b's dtype; deterministic for a seed, parallel.
-void fill_uniform(HostBuffer& b, uint64_t seed, float lo, float hi);
-
-/// mean and rstd ([N, G]) as a forward GroupNorm pass would have saved them for x ([N, G, ...]):
-/// per group, the mean and 1/sqrt(variance + 1e-5), computed in float64 and rounded to their dtype.
-void fill_group_stats(const HostBuffer& x, HostBuffer& mean, HostBuffer& rstd);
+/// "sign_decay" -> "sign-decay" (the CLI's spelling of a descriptor name).
+std::string option_name(const std::string& name);
+/// CLI11 names of an option: "--sign-decay,--sign_decay" (both spellings), "--x".
+std::string option_names(const std::string& name);
 
 /// "[8, 32, 16, 64, 64]".
 std::string shape_string(const std::vector<int64_t>& shape);

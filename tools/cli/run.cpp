@@ -1,6 +1,10 @@
-// `nnops run <operator>`: reads the inputs from .npy files, validates everything (files, then the
-// operator's own check) before creating any file, runs the operator in memory, and only then writes the
-// outputs, each through a temporary file and a rename (atomic_file.hpp).
+// `nnops run <operator>`: one operator call on .npy files, for every operator of the descriptor list.
+//
+// Each tensor argument is an option --<name> FILE (a scalar one also takes a number), each attribute an
+// option --<attr>. The inputs (and in-place arguments) are read and checked, the operator's own check runs,
+// and the operator computes in memory before any file is created; then the outputs and the in-place
+// arguments are written, each through a temporary file and a rename (atomic_file.hpp): all temporaries are
+// written and flushed first and renamed one after another at the end.
 //
 // Exit status: 0 success; 1 data or operator error (missing or bad file, the operator's check, I/O);
 // 2 usage error (reported by CLI11 in main.cpp). Every error is one line on stderr.
@@ -10,7 +14,6 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -19,11 +22,18 @@
 #include <string>
 
 #include "nnops/nnops.hpp"
+#include "src/ops/op_desc.hpp"
 #include "tools/cli/atomic_file.hpp"
+#include "tools/cli/cli_util.hpp"
 #include "tools/cli/npy.hpp"
 
 namespace nnops::cli {
 namespace {
+
+using ops::AttrKind;
+using ops::OpDesc;
+using ops::Role;
+using ops::TensorSpec;
 
 int fail(const std::string& msg) {
   std::fprintf(stderr, "nnops: error: %s\n", msg.c_str());
@@ -31,12 +41,6 @@ int fail(const std::string& msg) {
 }
 
 void note(const std::string& msg) { std::fprintf(stderr, "nnops: note: %s\n", msg.c_str()); }
-
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string s = "[";
-  for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-  return s + "]";
-}
 
 // Reads `path` given to `option`; errors and conversion notes name both.
 Status load(const std::string& option, const std::string& path, NpyArray* a) {
@@ -69,101 +73,6 @@ Status write_npy(AtomicFile* f, DType dtype, const std::vector<int64_t>& shape, 
   return f->finish();
 }
 
-// ---------------------------------------------------------------------------------------------------
-// group_normalization_grad
-
-struct GnRun {
-  std::string x, dy, gamma, mean, rstd, dx;
-  bool force = false;
-  int threads = 0;
-};
-
-int run_group_normalization_grad(const GnRun& o) {
-  // Cheapest refusal first: an existing output without --force.
-  if (!o.force && exists(o.dx)) return fail("--dx " + o.dx + ": the file exists; pass --force to replace it");
-
-  NpyArray x, dy, gamma, mean, rstd;
-  if (Status s = load("--x", o.x, &x); !s) return fail(s.message());
-  if (Status s = load("--dy", o.dy, &dy); !s) return fail(s.message());
-  if (Status s = load("--gamma", o.gamma, &gamma); !s) return fail(s.message());
-  if (Status s = load("--mean", o.mean, &mean); !s) return fail(s.message());
-  if (Status s = load("--rstd", o.rstd, &rstd); !s) return fail(s.message());
-
-  // The operator lets dx share dy's buffer (in place) and no other input's; the files follow the same rule
-  // so that a slip of the keyboard cannot replace x or the statistics.
-  for (const auto& [opt, path] : {std::pair{"--x", &o.x}, std::pair{"--gamma", &o.gamma}, std::pair{"--mean", &o.mean},
-                                  std::pair{"--rstd", &o.rstd}}) {
-    if (same_file(o.dx, *path)) {
-      return fail("--dx " + o.dx + " is the same file as " + opt + "; only --dy may be replaced by the result");
-    }
-  }
-
-  NpyArray dx;
-  dx.dtype = x.dtype;
-  dx.shape = x.shape;
-  dx.numel = x.numel;
-  if (Status s = dx.data.allocate(dx.bytes()); !s) return fail(s.message());
-  const Context ctx{o.threads};
-  if (Status s = group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), ctx);
-      !s) {
-    return fail(s.message());
-  }
-
-  AtomicFile out;
-  if (Status s = out.open(o.dx, o.force ? AtomicFile::Mode::kReplace : AtomicFile::Mode::kCreate); !s) {
-    return fail("--dx " + s.message());
-  }
-  if (Status s = write_npy(&out, dx.dtype, dx.shape, dx.data.data(), dx.bytes()); !s) return fail(s.message());
-  crash_hook("1");
-  if (Status s = out.commit(); !s) return fail("--dx " + s.message());
-  std::printf("group_normalization_grad: wrote %s (%s %s)\n", o.dx.c_str(), dtype_name(dx.dtype),
-              shape_text(dx.shape).c_str());
-  return 0;
-}
-
-void add_run_group_normalization_grad(CLI::App* run, std::vector<Subcommand>* out) {
-  auto o = std::make_shared<GnRun>();
-  CLI::App* c = run->add_subcommand(
-      "group_normalization_grad",
-      "dx of group normalization as CANN computes it: per group of M elements, "
-      "dx = (rstd/M) * gamma * (M*dy - sum(dy*gamma) - xhat*sum(dy*gamma*xhat)), xhat = (x - mean)*rstd");
-  c->add_option("--x", o->x, "Input x, [N, G, d2, ...] (rank >= 3), float32/float16/bfloat16")
-      ->required()
-      ->type_name("FILE");
-  c->add_option("--dy", o->dy, "Gradient of the output, shape and dtype of x")->required()->type_name("FILE");
-  c->add_option("--gamma", o->gamma, "Scale, already broadcast to the shape of x; dtype of x")
-      ->required()
-      ->type_name("FILE");
-  c->add_option("--mean", o->mean, "Group means, [N, G], dtype of x or float32")->required()->type_name("FILE");
-  c->add_option("--rstd", o->rstd, "Group 1/sqrt(var + eps), [N, G], dtype of mean")->required()->type_name("FILE");
-  c->add_option("--dx", o->dx, "Output file (refused if it exists, unless --force; may be the --dy file)")
-      ->required()
-      ->type_name("FILE");
-  c->add_flag("--force", o->force, "Replace an existing --dx file (atomically: temporary file + rename)");
-  c->add_option("--threads", o->threads, "Threads (default: NNOPS_NUM_THREADS or all cores); results are identical")
-      ->check(CLI::Range(0, 4096));
-  c->footer(
-      "Example:\n"
-      "  nnops run group_normalization_grad --x x.npy --dy dy.npy --gamma gamma.npy \\\n"
-      "      --mean mean.npy --rstd rstd.npy --dx dx.npy\n"
-      "Inputs: .npy 1.0/2.0/3.0, '<f4', '<f2' or bfloat16 ('<V2', as np.save writes ml_dtypes.bfloat16);\n"
-      "big-endian and Fortran-order arrays are converted (with a note). dx.npy is written as np.save would\n"
-      "write it (little-endian, C order). NB: the formula equals the true GroupNorm input gradient only when\n"
-      "gamma is all ones (SPEC.md 1).\n"
-      "Exit status: 0 success, 1 data or operator error, 2 usage error. Nothing is written on error.");
-  out->push_back({c, [o] { return run_group_normalization_grad(*o); }});
-}
-
-// ---------------------------------------------------------------------------------------------------
-// inplace_apply_power_sign
-
-struct PsRun {
-  std::string var, m, grad, lr, logbase, sign_decay, beta;
-  bool use_locking = false;
-  int64_t steps = 1;
-  int threads = 0;
-};
-
 // A whole string that strtod reads as a number (decimal, exponent, hex, inf, nan).
 bool parse_number(const std::string& s, double* v) {
   if (s.empty()) return false;
@@ -172,151 +81,304 @@ bool parse_number(const std::string& s, double* v) {
   return end == s.c_str() + s.size();
 }
 
-// A scalar argument: a number rounded to `dtype` as a [] array, or an .npy file.
-struct ScalarArg {
-  const char* option;  // "--lr"
-  const char* name;    // "lr", as the operator's messages call it
-  const std::string* text;
-  NpyArray array;
-  bool from_number = false;
-  double given = 0, rounded = 0;
-};
-
-Status load_scalar(ScalarArg* a, DType dtype) {
-  double v = 0;
-  if (!parse_number(*a->text, &v)) return load(a->option, *a->text, &a->array);
-  a->from_number = true;
-  a->given = v;
-  a->array.dtype = dtype;
-  a->array.shape = {};
-  a->array.numel = 1;
-  if (Status s = a->array.data.allocate(dtype_size(dtype)); !s) return s;
-  store_from_double(a->array.data.data(), dtype, 0, v);
-  a->rounded = load_as_double(a->array.data.data(), dtype, 0);
-  return Status::ok();
-}
-
 std::string format_g(double v) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%.9g", v);
   return buf;
 }
 
-int run_inplace_apply_power_sign(const PsRun& o) {
-  NpyArray var, m, grad;
-  if (Status s = load("--var", o.var, &var); !s) return fail(s.message());
-  if (Status s = load("--m", o.m, &m); !s) return fail(s.message());
-  if (Status s = load("--grad", o.grad, &grad); !s) return fail(s.message());
-  // Loaded into separate buffers the operator could not see that var and m are one file: both updates
-  // would be computed and the second rename would silently drop the first.
-  if (same_file(o.var, o.m)) return fail("--var " + o.var + " and --m " + o.m + " are the same file");
-  if (same_file(o.var, o.grad)) return fail("--var " + o.var + " and --grad " + o.grad + " are the same file");
-  if (same_file(o.m, o.grad)) return fail("--m " + o.m + " and --grad " + o.grad + " are the same file");
+// "a", "a and b", "a, b and c".
+std::string join_and(const std::vector<std::string>& v) {
+  std::string s;
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i == 0 ? "" : (i + 1 == v.size() ? " and " : ", ")) + v[i];
+  return s;
+}
 
-  ScalarArg scalars[4] = {{"--lr", "lr", &o.lr, {}},
-                          {"--logbase", "logbase", &o.logbase, {}},
-                          {"--sign-decay", "sign_decay", &o.sign_decay, {}},
-                          {"--beta", "beta", &o.beta, {}}};
-  for (ScalarArg& a : scalars) {
-    if (Status s = load_scalar(&a, var.dtype); !s) return fail(s.message());
+// What the command line said, per tensor and attribute of the descriptor.
+struct RunState {
+  std::vector<std::string> files;  // per tensor; "" when not given
+  std::vector<int64_t> ints;       // per attribute
+  std::vector<double> reals;
+  std::unique_ptr<bool[]> flag_store;  // per attribute (std::vector<bool> cannot bind to CLI11)
+  bool force = false, aux = false;
+  int64_t steps = 1;
+  int threads = 0;
+};
+
+bool has_role(const OpDesc& d, Role r) {
+  for (const TensorSpec& t : d.tensors) {
+    if (t.role == r) return true;
+  }
+  return false;
+}
+
+// One tensor argument after loading: its array (a file, a number, or a new output).
+struct Arg {
+  NpyArray array;
+  bool present = false;
+  bool from_number = false;
+  double given = 0, rounded = 0;
+};
+
+int run_op(const OpDesc& d, const RunState& o) {
+  const int nt = static_cast<int>(d.tensors.size());
+  auto opt = [&](int i) { return "--" + option_name(d.tensors[i].name); };
+  auto given = [&](int i) { return !o.files[i].empty(); };
+
+  // Cheapest refusal first: an existing output without --force.
+  for (int i = 0; i < nt; ++i) {
+    if (d.tensors[i].role == Role::kOut && given(i) && !o.force && exists(o.files[i])) {
+      return fail(opt(i) + " " + o.files[i] + ": the file exists; pass --force to replace it");
+    }
+  }
+
+  // The first argument's dtype is the call's dtype T (numbers given for scalars are rounded to it).
+  std::vector<Arg> args(nt);
+  auto load_file = [&](int i) -> Status {
+    args[i].present = true;
+    return load(opt(i), o.files[i], &args[i].array);
+  };
+  for (int i = 0; i < nt; ++i) {
+    const TensorSpec& s = d.tensors[i];
+    if (s.role == Role::kOut || s.scalar || !given(i)) continue;
+    if (Status st = load_file(i); !st) return fail(st.message());
+  }
+
+  // Loaded into separate buffers, the operator could not see that two arguments are one file: an in-place
+  // argument shared with another would be read and written as two arrays, and an output written over an
+  // input would silently replace it. Only an output's declared alias (dx over dy) may be its input's file.
+  for (int i = 0; i < nt; ++i) {
+    if (!given(i)) continue;
+    for (int j = i + 1; j < nt; ++j) {
+      if (!given(j) || !same_file(o.files[i], o.files[j])) continue;
+      const TensorSpec &a = d.tensors[i], &b = d.tensors[j];
+      const bool a_out = a.role == Role::kOut, b_out = b.role == Role::kOut;
+      if (a_out != b_out && a.role != Role::kInOut && b.role != Role::kInOut) {
+        const int out = a_out ? i : j, in = a_out ? j : i;
+        if (d.tensors[out].alias_of == in) continue;
+        const int alias = d.tensors[out].alias_of;
+        return fail(opt(out) + " " + o.files[out] + " is the same file as " + opt(in) +
+                    (alias >= 0 ? "; only " + opt(alias) + " may be replaced by the result"
+                                : "; an output may not replace an input"));
+      }
+      if (!a_out && !b_out && a.role != Role::kInOut && b.role != Role::kInOut) continue;  // two inputs: fine
+      return fail(opt(i) + " " + o.files[i] + " and " + opt(j) + " " + o.files[j] + " are the same file");
+    }
+  }
+
+  // The call's dtype: the first tensor argument's.
+  const DType t = args[0].present ? args[0].array.dtype : DType::kFloat32;
+  for (int i = 0; i < nt; ++i) {
+    const TensorSpec& s = d.tensors[i];
+    if (!s.scalar || !given(i)) continue;
+    Arg& a = args[i];
+    double v = 0;
+    if (!parse_number(o.files[i], &v)) {
+      if (Status st = load_file(i); !st) return fail(st.message());
+      continue;
+    }
+    a.present = a.from_number = true;
+    a.given = v;
+    a.array.dtype = t;
+    a.array.shape = {};
+    a.array.numel = 1;
+    if (Status st = a.array.data.allocate(dtype_size(t)); !st) return fail(st.message());
+    store_from_double(a.array.data.data(), t, 0, v);
+    a.rounded = load_as_double(a.array.data.data(), t, 0);
+  }
+
+  ops::Attrs attrs = d.default_attrs();
+  for (std::size_t k = 0; k < d.attrs.size(); ++k) {
+    switch (d.attrs[k].kind) {
+      case AttrKind::kInt:
+        attrs[k].i = o.ints[k];
+        break;
+      case AttrKind::kFloat:
+        attrs[k].f = o.reals[k];
+        break;
+      case AttrKind::kBool:
+        attrs[k].b = o.flag_store[k];
+        break;
+      case AttrKind::kMask:  // the optional outputs that were given
+        attrs[k].mask.clear();
+        for (int i : d.optional_outputs()) attrs[k].mask.push_back(given(i));
+        break;
+    }
+  }
+
+  // Outputs, shaped as the operator derives them from the inputs.
+  std::vector<TensorView> views(nt);
+  for (int i = 0; i < nt; ++i) {
+    if (args[i].present) views[i] = args[i].array.view();
+  }
+  std::vector<ops::OutputShape> shapes;
+  const DType aux = o.aux ? DType::kFloat32 : t;
+  if (Status st = d.infer(views.data(), attrs, aux, &shapes); !st) return fail(st.message());
+  for (int i = 0; i < nt; ++i) {
+    if (d.tensors[i].role != Role::kOut || !given(i)) continue;
+    NpyArray& a = args[i].array;
+    a.dtype = shapes[i].dtype;
+    a.shape = shapes[i].shape;
+    a.numel = 1;
+    for (int64_t v : a.shape) a.numel *= v;
+    if (Status st = a.data.allocate(a.bytes()); !st) return fail(st.message());
+    args[i].present = true;
+    views[i] = a.view();
   }
 
   const Context ctx{o.threads};
   for (int64_t step = 0; step < o.steps; ++step) {
-    Status s =
-        inplace_apply_power_sign(var.view(), m.view(), scalars[0].array.view(), scalars[1].array.view(),
-                                 scalars[2].array.view(), scalars[3].array.view(), grad.view(), o.use_locking, ctx);
+    const Status s = ops::run_prepared(d.name, d.prepare, views.data(), attrs, ctx);
     if (!s) {
       // "beta is 1; expected a value in [0, 1)" puzzles a user who typed 0.9999 for a bfloat16 var: say so.
       std::string msg = s.message();
-      for (const ScalarArg& a : scalars) {
+      for (int i = 0; i < nt; ++i) {
+        const Arg& a = args[i];
         const bool changed = a.given != a.rounded && !(std::isnan(a.given) && std::isnan(a.rounded));
-        if (a.from_number && changed && msg.find(std::string(a.name) + " is ") != std::string::npos) {
-          msg += " (" + std::string(a.option) + " " + *a.text + " rounds to " + format_g(a.rounded) + " in " +
-                 dtype_name(var.dtype) + ")";
+        if (a.from_number && changed && msg.find(std::string(d.tensors[i].name) + " is ") != std::string::npos) {
+          msg += " (" + opt(i) + " " + o.files[i] + " rounds to " + format_g(a.rounded) + " in " + dtype_name(t) + ")";
         }
       }
       return fail(msg);
     }
   }
-  for (const ScalarArg& a : scalars) {
+  for (int i = 0; i < nt; ++i) {
+    const Arg& a = args[i];
     if (a.from_number && a.given != 0 && a.rounded == 0) {
-      note(std::string(a.option) + " " + *a.text + " rounds to 0 in " + dtype_name(var.dtype));
+      note(opt(i) + " " + o.files[i] + " rounds to 0 in " + dtype_name(t));
     }
   }
-  if (var.numel == 0) {
-    std::printf("inplace_apply_power_sign: %s and %s are empty; nothing to update\n", o.var.c_str(), o.m.c_str());
+
+  // The files to write, in descriptor order: outputs and in-place arguments.
+  std::vector<int> written;
+  std::vector<std::string> inouts, outputs;
+  for (int i = 0; i < nt; ++i) {
+    if (d.tensors[i].role == Role::kInOut) {
+      written.push_back(i);
+      inouts.push_back(o.files[i]);
+    } else if (d.tensors[i].role == Role::kOut && given(i)) {
+      written.push_back(i);
+      outputs.push_back(o.files[i] + " (" + dtype_name(args[i].array.dtype) + " " +
+                        shape_string(args[i].array.shape) + ")");
+    }
+  }
+  if (outputs.empty() && !inouts.empty() && args[written[0]].array.numel == 0) {
+    std::printf("%s: %s %s empty; nothing to update\n", d.name, join_and(inouts).c_str(),
+                inouts.size() == 1 ? "is" : "are");
     return 0;
   }
-
-  // Both temporaries are written and flushed before either rename, so the window in which var is new and
-  // m old is two rename() calls long.
-  AtomicFile fv, fm;
-  if (Status s = fv.open(o.var, AtomicFile::Mode::kReplace); !s) return fail("--var " + s.message());
-  if (Status s = fm.open(o.m, AtomicFile::Mode::kReplace); !s) return fail("--m " + s.message());
-  if (Status s = write_npy(&fv, var.dtype, var.shape, var.data.data(), var.bytes()); !s) return fail(s.message());
-  if (Status s = write_npy(&fm, m.dtype, m.shape, m.data.data(), m.bytes()); !s) return fail(s.message());
-  crash_hook("1");
-  if (Status s = fv.commit(); !s) return fail("--var " + s.message() + "; " + o.var + " and " + o.m + " are unchanged");
-  crash_hook("2");
-  if (Status s = fm.commit(); !s) {
-    return fail("--m " + s.message() + "; " + o.var + " was updated but " + o.m + " was not");
+  std::vector<std::unique_ptr<AtomicFile>> files;
+  for (int i : written) {
+    files.push_back(std::make_unique<AtomicFile>());
+    const bool replace = d.tensors[i].role == Role::kInOut || o.force;
+    if (Status s = files.back()->open(o.files[i], replace ? AtomicFile::Mode::kReplace : AtomicFile::Mode::kCreate);
+        !s) {
+      return fail(opt(i) + " " + s.message());
+    }
   }
-  std::printf("inplace_apply_power_sign: updated %s and %s (%s %s, %lld step%s)\n", o.var.c_str(), o.m.c_str(),
-              dtype_name(var.dtype), shape_text(var.shape).c_str(), static_cast<long long>(o.steps),
-              o.steps == 1 ? "" : "s");
+  for (std::size_t k = 0; k < written.size(); ++k) {
+    const NpyArray& a = args[written[k]].array;
+    if (Status s = write_npy(files[k].get(), a.dtype, a.shape, a.data.data(), a.bytes()); !s) return fail(s.message());
+  }
+  crash_hook("1");
+  for (std::size_t k = 0; k < written.size(); ++k) {
+    if (Status s = files[k]->commit(); !s) {
+      std::vector<std::string> done, left;
+      for (std::size_t j = 0; j < written.size(); ++j) (j < k ? done : left).push_back(o.files[written[j]]);
+      std::string msg = opt(written[k]) + " " + s.message();
+      if (done.empty() && left.size() > 1) msg += "; " + join_and(left) + " are unchanged";
+      if (!done.empty()) {
+        msg += "; " + join_and(done) + (done.size() == 1 ? " was" : " were") + " updated but " + join_and(left) +
+               (left.size() == 1 ? " was" : " were") + " not";
+      }
+      return fail(msg);
+    }
+    if (k == 0) crash_hook("2");
+  }
+  std::string what;
+  if (!outputs.empty()) what = "wrote " + join_and(outputs);
+  if (!inouts.empty()) {
+    const NpyArray& a = args[written[0]].array;
+    what += (what.empty() ? "" : "; ") + std::string("updated ") + join_and(inouts) + " (" + dtype_name(a.dtype) +
+            " " + shape_string(a.shape) + ", " + std::to_string(o.steps) + " step" + (o.steps == 1 ? "" : "s") + ")";
+  }
+  std::printf("%s: %s\n", d.name, what.c_str());
   return 0;
 }
 
-void add_run_inplace_apply_power_sign(CLI::App* run, std::vector<Subcommand>* out) {
-  auto o = std::make_shared<PsRun>();
-  CLI::App* c = run->add_subcommand(
-      "inplace_apply_power_sign",
-      "One PowerSign optimizer step, updating var.npy and m.npy in place: m = beta*m + (1-beta)*grad; "
-      "var -= lr * exp(logbase * sign_decay * sign(m)*sign(grad)) * grad");
-  c->add_option("--var", o->var, "Variable, any shape; float32/float16/bfloat16; updated in place")
-      ->required()
-      ->type_name("FILE");
-  c->add_option("--m", o->m, "Momentum, shape and dtype of var; updated in place")->required()->type_name("FILE");
-  c->add_option("--grad", o->grad, "Gradient, shape and dtype of var")->required()->type_name("FILE");
-  c->add_option("--lr", o->lr, "Learning rate: a number or a one-element .npy file")->required()->type_name("NUM|FILE");
-  c->add_option("--logbase", o->logbase, "Log base: a number or a one-element .npy file")
-      ->required()
-      ->type_name("NUM|FILE");
-  c->add_option("--sign-decay,--sign_decay", o->sign_decay, "Sign decay: a number or a one-element .npy file")
-      ->required()
-      ->type_name("NUM|FILE");
-  c->add_option("--beta", o->beta, "Momentum decay in [0, 1): a number or a one-element .npy file")
-      ->required()
-      ->type_name("NUM|FILE");
-  c->add_flag("--use-locking,--use_locking", o->use_locking,
-              "Serialize concurrent updates of var (as in TensorFlow; one process has no concurrent callers)");
-  c->add_option("--steps", o->steps, "Apply the step K times with the same grad before writing (default 1)")
-      ->type_name("K")
-      ->check(CLI::PositiveNumber);
+void add_run(CLI::App* run, const OpDesc& d, std::vector<Subcommand>* out) {
+  auto o = std::make_shared<RunState>();
+  const int nt = static_cast<int>(d.tensors.size());
+  o->files.assign(nt, "");
+  o->ints.assign(d.attrs.size(), 0);
+  o->reals.assign(d.attrs.size(), 0);
+  o->flag_store.reset(new bool[d.attrs.size() + 1]());
+  CLI::App* c = run->add_subcommand(d.name, d.summary);
+  for (int i = 0; i < nt; ++i) {
+    const TensorSpec& s = d.tensors[i];
+    std::string help = s.help;
+    if (s.scalar) help += ": a number or a one-element .npy file";
+    if (s.role == Role::kOut) {
+      help += " (refused if it exists, unless --force";
+      if (s.alias_of >= 0) help += "; may be the --" + option_name(d.tensors[s.alias_of].name) + " file";
+      help += ")";
+      if (s.optional) help += "; computed only when given";
+    }
+    CLI::Option* opt = c->add_option(option_names(s.name), o->files[i], help)->type_name(s.scalar ? "NUM|FILE" : "FILE");
+    if (!s.optional) opt->required();
+  }
+  for (std::size_t k = 0; k < d.attrs.size(); ++k) {
+    const ops::AttrSpec& a = d.attrs[k];
+    CLI::Option* opt = nullptr;
+    switch (a.kind) {
+      case AttrKind::kInt:
+        o->ints[k] = std::isnan(a.def) ? 0 : static_cast<int64_t>(a.def);
+        opt = c->add_option(option_names(a.name), o->ints[k], a.help);
+        break;
+      case AttrKind::kFloat:
+        o->reals[k] = a.def;
+        opt = c->add_option(option_names(a.name), o->reals[k], a.help);
+        break;
+      case AttrKind::kBool:
+        c->add_flag(option_names(a.name), o->flag_store[k], a.help);
+        break;
+      case AttrKind::kMask:
+        break;
+    }
+    if (opt && std::isnan(a.def)) opt->required();
+  }
+  if (*d.run_aux_flag) c->add_flag(d.run_aux_flag, o->aux, d.run_aux_help);
+  if (has_role(d, Role::kOut)) {
+    c->add_flag("--force", o->force, "Replace existing output files (atomically: temporary file + rename)");
+  }
+  if (has_role(d, Role::kInOut)) {
+    c->add_option("--steps", o->steps, "Apply the call K times with the same inputs before writing (default 1)")
+        ->type_name("K")
+        ->check(CLI::PositiveNumber);
+  }
   c->add_option("--threads", o->threads, "Threads (default: NNOPS_NUM_THREADS or all cores); results are identical")
       ->check(CLI::Range(0, 4096));
-  c->footer(
-      "Example:\n"
-      "  nnops run inplace_apply_power_sign --var var.npy --m m.npy --grad grad.npy \\\n"
-      "      --lr 0.001 --logbase 1.0 --sign-decay 0.99 --beta 0.9\n"
-      "Numbers are rounded to var's dtype; a file must be a [] or [1] array of var's dtype (a path that reads\n"
-      "as a number, e.g. '1e-3', is taken as the number: write ./1e-3 for the file). var.npy and m.npy are\n"
-      "each replaced atomically (temporary file, fsync, rename): both temporaries are written before either\n"
-      "rename, and a kill between the two renames leaves var new and m old, each a whole file. The files\n"
-      "are rewritten as np.save writes them (little-endian, C order, format 1.0).\n"
-      "Exit status: 0 success, 1 data or operator error, 2 usage error. Nothing is written on error.");
-  out->push_back({c, [o] { return run_inplace_apply_power_sign(*o); }});
+  std::string footer = std::string("Example:\n") + d.run_example + "\n" +
+                       "Inputs: .npy 1.0/2.0/3.0, '<f4', '<f2' or bfloat16 ('<V2', as np.save writes "
+                       "ml_dtypes.bfloat16);\nbig-endian and Fortran-order arrays are converted (with a note). Outputs "
+                       "are written as np.save would\nwrite them (little-endian, C order), each replaced atomically "
+                       "(temporary file, fsync, rename);\nall temporaries are written before the first rename.";
+  if (has_role(d, Role::kInOut)) {
+    footer +=
+        " Numbers are rounded to the dtype of the first argument; a file must be a [] or [1]\narray of that dtype (a "
+        "path that reads as a number, e.g. '1e-3', is taken as the number: write ./1e-3 for the file).";
+  }
+  if (*d.notes) footer += std::string("\n") + d.notes;
+  footer += "\nExit status: 0 success, 1 data or operator error, 2 usage error. Nothing is written on error.";
+  c->footer(footer);
+  const OpDesc* dp = &d;
+  out->push_back({c, [o, dp] { return run_op(*dp, *o); }});
 }
 
 }  // namespace
 
 void add_run_subcommands(CLI::App* run_cmd, std::vector<Subcommand>* out) {
-  // One `run` subcommand per operator of the list: an operator added there without its command-line
-  // front end here fails to compile.
-#define NNOPS_OP(name, category, op_type) add_run_##name(run_cmd, out);
-#include "src/ops/op_list.inc"
-#undef NNOPS_OP
+  for (const OpDesc* d : ops::all_ops()) add_run(run_cmd, *d, out);
 }
 
 }  // namespace nnops::cli
