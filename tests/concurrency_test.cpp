@@ -108,7 +108,9 @@ TEST(ConcurrencyCpp, ManyThreadsOnDifferentTensorsGiveTheSerialBits) {
       SCOPED_TRACE("worker " + std::to_string(w));
       EXPECT_EQ(failures[w], 0);
       for (std::size_t i = 0; i < d->tensors.size(); ++i) {
-        if (d->tensors[i].role != ops::Role::kIn) EXPECT_TRUE(work[w].p.t[i].same_bytes(work[w].want.t[i]));
+        if (d->tensors[i].role != ops::Role::kIn) {
+          EXPECT_TRUE(work[w].p.t[i].same_bytes(work[w].want.t[i]));
+        }
       }
     }
   }

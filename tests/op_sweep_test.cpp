@@ -215,7 +215,9 @@ void expect_strided_matches(const OpDesc& d, const Problem& before, const Proble
     if (d.tensors[i].role == Role::kIn || !p.present[i]) continue;
     const HostBuffer got = strided[i] ? strided[i]->dense_copy() : p.t[i].clone();
     EXPECT_TRUE(got.same_bytes(dense_after.t[i])) << d.tensors[i].name << " differs from the dense call";
-    if (strided[i]) EXPECT_TRUE(strided[i]->untouched_outside()) << d.tensors[i].name << " wrote outside its view";
+    if (strided[i]) {
+      EXPECT_TRUE(strided[i]->untouched_outside()) << d.tensors[i].name << " wrote outside its view";
+    }
   }
 }
 

@@ -152,7 +152,8 @@ struct AclBinding {
 struct BenchCase {
   std::string size;
   std::vector<int64_t> shape;
-  Attrs attrs;  ///< empty: the defaults
+  Attrs attrs;         ///< empty: the defaults
+  std::string layout;  ///< "" dense row-major; "channels_last": every tensor of rank >= 3 channels-last
 };
 
 /// The read/write mix of the bandwidth probe an operator is compared with: read `reads` arrays and write

@@ -44,9 +44,9 @@ double bytes(const Problem& p) { return 5.0 * p.t[kVar].bytes(); }
 std::vector<BenchCase> bench_cases(DType t) {
   const double s = static_cast<double>(dtype_size(t));
   return {
-      {"l2", {static_cast<int64_t>(768.0 * 1024 / (3 * s))}, {}},
-      {"l3", {static_cast<int64_t>(16.0 * 1024 * 1024 / (3 * s))}, {}},
-      {"dram", {static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (5 * s)))}, {}},
+      {"l2", {static_cast<int64_t>(768.0 * 1024 / (3 * s))}, {}, ""},
+      {"l3", {static_cast<int64_t>(16.0 * 1024 * 1024 / (3 * s))}, {}, ""},
+      {"dram", {static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (5 * s)))}, {}, ""},
   };
 }
 

@@ -1,0 +1,223 @@
+// Canonical float64 sums (per-target include, after hwy/highway.h and simd_convert-inl.h, inside a
+// HWY_TARGET_INCLUDE'd file).
+//
+// NB: what "canonical" means. The sum over i in [0, n) of f(x_i) is defined as: element i is added into lane
+// i mod 16, each lane adds its elements in increasing i starting from +0.0, and the 16 lanes are then combined
+// by the fixed tree of CanonCombine. That order depends on n alone, so
+//   - every SIMD target and vector length gives the same bits (a target with N double lanes keeps 16/N
+//     accumulators; a 2048-bit SVE vector uses 16 of its lanes);
+//   - a row read contiguously (CanonRowSums) and the same row read as a column of a strided array
+//     (CanonColumnSums: one lane per row index mod 16, every column at once) give the same bits, which is how
+//     a channels-last kernel reproduces a dense one exactly;
+//   - any split of the work across threads that keeps each row's sum in one piece gives the same bits.
+// f must be evaluated with the same IEEE operations in its vector form and its scalar form (no fused
+// multiply-add in one and not the other; the project builds with -ffp-contract=off).
+// A lane that never receives an element stays +0.0 (and a lane is never -0.0: x + y rounds a zero sum to
+// +0.0), so padding and empty lanes change nothing.
+
+#if defined(NNOPS_CORE_CANONICAL_SUM_INL_H_) == defined(HWY_TARGET_TOGGLE)
+#ifdef NNOPS_CORE_CANONICAL_SUM_INL_H_
+#undef NNOPS_CORE_CANONICAL_SUM_INL_H_
+#else
+#define NNOPS_CORE_CANONICAL_SUM_INL_H_
+#endif
+
+#include <cstddef>
+#include <cstring>
+
+#include "hwy/highway.h"
+#include "nnops/dtype.hpp"
+#include "src/core/simd_convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops {
+namespace HWY_NAMESPACE {
+
+constexpr size_t kCanonLanes = 16;
+
+// One stored element as a double (exact for every storage type; the same value the vector widening gives).
+HWY_INLINE double ToDouble(const float* p) { return *p; }
+HWY_INLINE double ToDouble(const hwy::float16_t* p) {
+  uint16_t b;
+  std::memcpy(&b, p, 2);
+  return half_bits_to_float(b);
+}
+HWY_INLINE double ToDouble(const hwy::bfloat16_t* p) {
+  uint16_t b;
+  std::memcpy(&b, p, 2);
+  return bf16_bits_to_float(b);
+}
+
+// The fixed combination of the 16 lane sums: pairwise, lane 0 leftmost.
+HWY_INLINE double CanonCombine(const double* l) {
+  const double a = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
+  const double b = ((l[8] + l[9]) + (l[10] + l[11])) + ((l[12] + l[13]) + (l[14] + l[15]));
+  return a + b;
+}
+
+#if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
+// The float64 tag of the canonical sums: at most 16 lanes.
+using CanonD = hn::CappedTag<double, kCanonLanes>;
+using CanonF = hn::Rebind<float, CanonD>;
+
+// kR accumulators of Lanes(CanonD) = 16 / kR lanes for each of kK statistics. Sizeless SVE vectors cannot live
+// in arrays, so the accumulators are named variables; the unused ones are eliminated by the compiler.
+#define NNOPS_CANON_ACC(k)                                                                                    \
+  auto k##0 = hn::Zero(d), k##1 = k##0, k##2 = k##0, k##3 = k##0, k##4 = k##0, k##5 = k##0, k##6 = k##0,     \
+       k##7 = k##0, k##8 = k##0, k##9 = k##0, k##10 = k##0, k##11 = k##0, k##12 = k##0, k##13 = k##0,         \
+       k##14 = k##0, k##15 = k##0
+#define NNOPS_CANON_EACH(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
+
+// Row sums of up to two statistics over two parallel rows x, y (y may equal x): for every i, vf(d, X, Y, &s0,
+// &s1) returns the terms of both statistics for the float64 vectors X = x[i..], Y = y[i..]; sf(X, Y, &s0, &s1)
+// does the same for one element. out[0..kK) receive the canonical sums.
+template <size_t kR, size_t kK, typename T, class VF, class SF>
+HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t n, const VF& vf, const SF& sf,
+                              double* out) {
+  const CanonD d;
+  const CanonF df;
+  const size_t N = hn::Lanes(d);
+  NNOPS_CANON_ACC(a);
+  NNOPS_CANON_ACC(b);
+  size_t i = 0;
+  for (; i + kCanonLanes <= n; i += kCanonLanes) {
+#define NNOPS_CANON_STEP(r)                                                                                    \
+  if (r < kR) {                                                                                                \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                   \
+    vf(d, hn::PromoteTo(d, LoadF32(df, x + i + r * N)), hn::PromoteTo(d, LoadF32(df, y + i + r * N)), &t0, &t1); \
+    a##r = hn::Add(a##r, t0);                                                                                  \
+    if (kK > 1) b##r = hn::Add(b##r, t1);                                                                      \
+  }
+    NNOPS_CANON_EACH(NNOPS_CANON_STEP)
+#undef NNOPS_CANON_STEP
+  }
+  alignas(64) double la[kCanonLanes], lb[kCanonLanes];
+#define NNOPS_CANON_SPILL(r)             \
+  if (r < kR) {                          \
+    hn::StoreU(a##r, d, la + r * N);     \
+    hn::StoreU(b##r, d, lb + r * N);     \
+  }
+  NNOPS_CANON_EACH(NNOPS_CANON_SPILL)
+#undef NNOPS_CANON_SPILL
+  // The tail: element i into lane i mod 16, as the vector steps would have done.
+  for (size_t k = 0; i + k < n; ++k) {
+    double s0 = 0, s1 = 0;
+    sf(ToDouble(x + i + k), ToDouble(y + i + k), &s0, &s1);
+    la[k] += s0;
+    lb[k] += s1;
+  }
+  out[0] = CanonCombine(la);
+  if (kK > 1) out[1] = CanonCombine(lb);
+}
+
+template <size_t kK, typename T, class VF, class SF>
+HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, const SF& sf, double* out) {
+  switch (kCanonLanes / hn::Lanes(CanonD())) {
+    case 1:
+      return CanonRowSumsR<1, kK>(x, y, n, vf, sf, out);
+    case 2:
+      return CanonRowSumsR<2, kK>(x, y, n, vf, sf, out);
+    case 4:
+      return CanonRowSumsR<4, kK>(x, y, n, vf, sf, out);
+    case 8:
+      return CanonRowSumsR<8, kK>(x, y, n, vf, sf, out);
+    default:
+      return CanonRowSumsR<16, kK>(x, y, n, vf, sf, out);
+  }
+}
+#undef NNOPS_CANON_ACC
+#undef NNOPS_CANON_EACH
+
+// Column sums: for each of `cols` columns, the canonical sums of up to two statistics over `rows` rows of the
+// row-major arrays x and y (`stride` elements between rows). Row r is added into lane r mod 16 of every column;
+// the lanes live in `acc` (2 * 16 * cols doubles, any contents). vf(d, X, Y, col, &s0, &s1) takes the float64
+// vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
+// out1 (cols each; out1 may be null when kK == 1) receive the sums.
+template <size_t kK, typename T, class VF, class SF>
+HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
+                                size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
+                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<float, decltype(d)> df;
+  const size_t N = hn::Lanes(d);
+  double* acc0 = acc;
+  double* acc1 = acc + kCanonLanes * cols;
+  std::memset(acc0, 0, kCanonLanes * cols * sizeof(double));
+  if (kK > 1) std::memset(acc1, 0, kCanonLanes * cols * sizeof(double));
+  for (size_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * stride;
+    const T* yr = y + r * stride;
+    double* l0 = acc0 + (r % kCanonLanes) * cols;
+    double* l1 = acc1 + (r % kCanonLanes) * cols;
+    size_t c = 0;
+    for (; c + N <= cols; c += N) {
+      auto t0 = hn::Zero(d), t1 = hn::Zero(d);
+      vf(d, hn::PromoteTo(d, LoadF32(df, xr + c)), hn::PromoteTo(d, LoadF32(df, yr + c)), c, &t0, &t1);
+      hn::StoreU(hn::Add(hn::LoadU(d, l0 + c), t0), d, l0 + c);
+      if (kK > 1) hn::StoreU(hn::Add(hn::LoadU(d, l1 + c), t1), d, l1 + c);
+    }
+    for (; c < cols; ++c) {
+      double s0 = 0, s1 = 0;
+      sf(ToDouble(xr + c), ToDouble(yr + c), c, &s0, &s1);
+      l0[c] += s0;
+      l1[c] += s1;
+    }
+  }
+  alignas(64) double lanes[kCanonLanes];
+  for (size_t c = 0; c < cols; ++c) {
+    for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc0[l * cols + c];
+    out0[c] = CanonCombine(lanes);
+    if (kK > 1) {
+      for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc1[l * cols + c];
+      out1[c] = CanonCombine(lanes);
+    }
+  }
+}
+
+#else  // no float64 vectors: the same order, one element at a time
+
+template <size_t kK, typename T, class VF, class SF>
+HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const SF& sf, double* out) {
+  double la[kCanonLanes] = {}, lb[kCanonLanes] = {};
+  for (size_t i = 0; i < n; ++i) {
+    double s0 = 0, s1 = 0;
+    sf(ToDouble(x + i), ToDouble(y + i), &s0, &s1);
+    la[i % kCanonLanes] += s0;
+    lb[i % kCanonLanes] += s1;
+  }
+  out[0] = CanonCombine(la);
+  if (kK > 1) out[1] = CanonCombine(lb);
+}
+
+template <size_t kK, typename T, class VF, class SF>
+HWY_INLINE void CanonColumnSums(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const VF&,
+                                const SF& sf, double* acc, double* out0, double* out1) {
+  double* acc0 = acc;
+  double* acc1 = acc + kCanonLanes * cols;
+  std::memset(acc, 0, 2 * kCanonLanes * cols * sizeof(double));
+  for (size_t r = 0; r < rows; ++r) {
+    for (size_t c = 0; c < cols; ++c) {
+      double s0 = 0, s1 = 0;
+      sf(ToDouble(x + r * stride + c), ToDouble(y + r * stride + c), c, &s0, &s1);
+      acc0[(r % kCanonLanes) * cols + c] += s0;
+      acc1[(r % kCanonLanes) * cols + c] += s1;
+    }
+  }
+  double lanes[kCanonLanes];
+  for (size_t c = 0; c < cols; ++c) {
+    for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc0[l * cols + c];
+    out0[c] = CanonCombine(lanes);
+    if (kK > 1) {
+      for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc1[l * cols + c];
+      out1[c] = CanonCombine(lanes);
+    }
+  }
+}
+
+#endif
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops
+HWY_AFTER_NAMESPACE();
+
+#endif  // NNOPS_CORE_CANONICAL_SUM_INL_H_

@@ -1,0 +1,257 @@
+// GroupNorm CPU kernels: Highway, one source compiled for every target, picked at run time.
+//
+// Three passes over each group: the per-channel canonical sums of x (src/core/canonical_sum-inl.h), whose
+// sum over the group's channels in channel order gives the mean; the per-channel canonical sums of
+// (x - mean)^2 (two-pass variance: no cancellation when |mean| >> std), giving rstd; then
+// out = ((x - mean_hi) - mean_lo) * a_c + b_c in float32, with mean = mean_hi + mean_lo split into two floats,
+// a_c = rstd * gamma_c and b_c = beta_c rounded to float32. Everything is float64 up to the constants; no
+// fused multiply-add anywhere, so every target computes the same operations.
+//
+// NB: why the results are the same bits in every layout, on every target and for any thread count. The
+// per-channel sums are canonical: the row-major kernel sums a channel's contiguous HxW elements with
+// CanonRowSums, the channels-last kernel sums each of a chunk's columns over the HxW rows with
+// CanonColumnSums, and the two give identical bits by construction; vector width does not enter. The group
+// statistics then add the channel sums in channel order, and the output is elementwise. A thread always owns
+// whole groups (row-major: one group per unit; channels-last: a chunk of whole groups of one sample).
+//
+// Channels-last chunks: a unit reads the columns of chunk_groups whole groups (a multiple of 16 channels when
+// the group size allows, so that rows are whole vectors) over all HxW rows, three times; the plan keeps that
+// footprint within a core's L2.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "src/core/check.hpp"
+#include "src/core/layout.hpp"
+#include "src/core/parallel.hpp"
+#include "src/ops/norm/group_norm/group_norm_impl.hpp"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/norm/group_norm/group_norm_cpu.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/core/canonical_sum-inl.h"
+#include "src/core/simd_convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops {
+namespace HWY_NAMESPACE {
+namespace group_norm_kernel {
+
+using gn::Args;
+using gn::Layout;
+using gn::Plan;
+
+// The float32 constants of the output pass for one channel.
+struct ChannelConsts {
+  float mean_hi, mean_lo, a, b;
+};
+
+ChannelConsts Consts(double mean, double rstd, double gamma, double beta) {
+  ChannelConsts k;
+  k.mean_hi = static_cast<float>(mean);
+  k.mean_lo = static_cast<float>(mean - static_cast<double>(k.mean_hi));
+  k.a = static_cast<float>(rstd * gamma);
+  k.b = static_cast<float>(beta);
+  return k;
+}
+
+// out = ((x - mean_hi) - mean_lo) * a + b: the same operations in every form below.
+template <class DF>
+HWY_INLINE hn::Vec<DF> Normalize(DF /*df*/, hn::Vec<DF> v, hn::Vec<DF> mh, hn::Vec<DF> ml, hn::Vec<DF> a,
+                                 hn::Vec<DF> b) {
+  return hn::Add(hn::Mul(hn::Sub(hn::Sub(v, mh), ml), a), b);
+}
+
+// One contiguous row (a channel of the row-major layout) with the channel's constants.
+template <typename T>
+void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const ChannelConsts& k) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const auto mh = hn::Set(df, k.mean_hi), ml = hn::Set(df, k.mean_lo), a = hn::Set(df, k.a), b = hn::Set(df, k.b);
+  size_t i = 0;
+  for (; i + N <= n; i += N) StoreF32(df, Normalize(df, LoadF32(df, x + i), mh, ml, a, b), out + i);
+  if (i < n) StoreF32N(df, Normalize(df, LoadF32N(df, x + i, n - i), mh, ml, a, b), out + i, n - i);
+}
+
+// One row of a channels-last chunk: `cols` channels, each with its constants in the four arrays.
+template <typename T>
+void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* ml,
+                      const float* a, const float* b) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t c = 0;
+  for (; c + N <= cols; c += N) {
+    StoreF32(df,
+             Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, ml + c), hn::LoadU(df, a + c),
+                       hn::LoadU(df, b + c)),
+             out + c);
+  }
+  if (c < cols) {
+    const size_t r = cols - c;
+    StoreF32N(df,
+              Normalize(df, LoadF32N(df, x + c, r), LoadF32N(df, mh + c, r), LoadF32N(df, ml + c, r),
+                        LoadF32N(df, a + c, r), LoadF32N(df, b + c, r)),
+              out + c, r);
+  }
+}
+
+// Group statistics from per-channel sums, channels in order.
+double GroupMean(const double* s, int64_t cpg, double m) {
+  double total = 0;
+  for (int64_t c = 0; c < cpg; ++c) total += s[c];
+  return total / m;
+}
+
+void StoreStats(const Args& a, int64_t q, double mean, double rstd) {
+  store_from_double(a.mean.data(), a.mean.dtype(), static_cast<size_t>(detail::element_offset(a.mean, q)), mean);
+  store_from_double(a.rstd.data(), a.rstd.dtype(), static_cast<size_t>(detail::element_offset(a.rstd, q)), rstd);
+}
+
+// Pass-1 and pass-2 terms: x, and (x - mean)^2 (Sub then Mul, never fused).
+struct Identity {
+  template <class D, class V>
+  HWY_INLINE void operator()(D, V x, V, V* s0, V*) const {
+    *s0 = x;
+  }
+  HWY_INLINE void operator()(double x, double, double* s0, double*) const { *s0 = x; }
+};
+
+template <typename T>
+void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* scratch) {
+  const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups;
+  const size_t hw = static_cast<size_t>(a.hw);
+  const double m = static_cast<double>(cpg * a.hw);
+  const int64_t c0 = g * cpg;
+  const T* x = static_cast<const T*>(a.x) + (n * a.c + c0) * a.hw;
+  T* out = static_cast<T*>(a.out) + (n * a.c + c0) * a.hw;
+  double* sums = scratch;
+  for (int64_t c = 0; c < cpg; ++c) CanonRowSums<1>(x + c * hw, x + c * hw, hw, Identity(), Identity(), &sums[c]);
+  const double mean = GroupMean(sums, cpg, m);
+  auto vsq = [mean](auto d, auto v, auto, auto* s0, auto*) HWY_ATTR {
+    const auto dv = hn::Sub(v, hn::Set(d, mean));
+    *s0 = hn::Mul(dv, dv);
+  };
+  auto ssq = [mean](double v, double, double* s0, double*) {
+    const double dv = v - mean;
+    *s0 = dv * dv;
+  };
+  for (int64_t c = 0; c < cpg; ++c) CanonRowSums<1>(x + c * hw, x + c * hw, hw, vsq, ssq, &sums[c]);
+  const double rstd = 1.0 / std::sqrt(GroupMean(sums, cpg, m) + a.eps);
+  StoreStats(a, q, mean, rstd);
+  for (int64_t c = 0; c < cpg; ++c) {
+    NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mean, rstd, gamma[c0 + c], beta[c0 + c]));
+  }
+}
+
+template <typename T>
+void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, const double* beta,
+               unsigned char* scratch) {
+  const int64_t cpg = a.cpg(), chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
+  const int64_t n = u / chunks, g0 = (u % chunks) * p.chunk_groups;
+  const int64_t g1 = std::min(a.groups, g0 + p.chunk_groups);
+  const size_t cols = static_cast<size_t>((g1 - g0) * cpg), stride = static_cast<size_t>(a.c);
+  const size_t rows = static_cast<size_t>(a.hw);
+  const size_t cmax = static_cast<size_t>(p.chunk_groups * cpg);
+  const double m = static_cast<double>(cpg * a.hw);
+  const int64_t c0 = g0 * cpg;
+  const T* x = static_cast<const T*>(a.x) + n * a.hw * a.c + c0;
+  T* out = static_cast<T*>(a.out) + n * a.hw * a.c + c0;
+  // Scratch: lane accumulators, then sums, per-column means, then the four float32 constant arrays.
+  double* acc = reinterpret_cast<double*>(scratch);
+  double* sums = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
+  double* cmean = sums + cmax;
+  double* crstd = cmean + cmax;
+  float* mh = reinterpret_cast<float*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64 + (3 * cmax * 8 + 63) / 64 * 64);
+  float *ml = mh + cmax, *ca = ml + cmax, *cb = ca + cmax;
+
+  auto vid = [](auto, auto v, auto, size_t, auto* s0, auto*) HWY_ATTR { *s0 = v; };
+  auto sid = [](double v, double, size_t, double* s0, double*) { *s0 = v; };
+  CanonColumnSums<1>(x, x, stride, rows, cols, vid, sid, acc, sums, nullptr);
+  for (int64_t g = g0; g < g1; ++g) {
+    const double mean = GroupMean(sums + (g - g0) * cpg, cpg, m);
+    for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = mean;
+  }
+  auto vsq = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto*) HWY_ATTR {
+    const auto dv = hn::Sub(v, hn::LoadU(d, cmean + c));
+    *s0 = hn::Mul(dv, dv);
+  };
+  auto ssq = [cmean](double v, double, size_t c, double* s0, double*) {
+    const double dv = v - cmean[c];
+    *s0 = dv * dv;
+  };
+  CanonColumnSums<1>(x, x, stride, rows, cols, vsq, ssq, acc, sums, nullptr);
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t k = (g - g0) * cpg;
+    const double mean = cmean[k];
+    const double rstd = 1.0 / std::sqrt(GroupMean(sums + k, cpg, m) + a.eps);
+    StoreStats(a, n * a.groups + g, mean, rstd);
+    for (int64_t c = 0; c < cpg; ++c) crstd[k + c] = rstd;
+  }
+  for (size_t c = 0; c < cols; ++c) {
+    const ChannelConsts k = Consts(cmean[c], crstd[c], gamma[c0 + c], beta[c0 + c]);
+    mh[c] = k.mean_hi;
+    ml[c] = k.mean_lo;
+    ca[c] = k.a;
+    cb[c] = k.b;
+  }
+  for (size_t r = 0; r < rows; ++r) NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ml, ca, cb);
+}
+
+template <typename T>
+void RunT(const Plan& p, const Args& a, unsigned char* ws) {
+  double* gamma = reinterpret_cast<double*>(ws);
+  double* beta = gamma + a.c;
+  for (int64_t c = 0; c < a.c; ++c) {
+    gamma[c] = a.gamma.is_none() ? 1.0
+                                 : load_as_double(a.gamma.data(), a.gamma.dtype(),
+                                                  static_cast<size_t>(detail::element_offset(a.gamma, c)));
+    beta[c] = a.beta.is_none() ? 0.0
+                               : load_as_double(a.beta.data(), a.beta.dtype(),
+                                                static_cast<size_t>(detail::element_offset(a.beta, c)));
+  }
+  unsigned char* scratch0 = ws + (2 * static_cast<uint64_t>(a.c) * 8 + 63) / 64 * 64;
+  detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
+    unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
+    const auto [u0, u1] = detail::split_range(p.units, nt, tid);
+    for (int64_t u = u0; u < u1; ++u) {
+      if (a.layout == Layout::kNCHW) {
+        GroupNCHW<T>(a, u, gamma, beta, reinterpret_cast<double*>(scratch));
+      } else {
+        ChunkNHWC<T>(a, p, u, gamma, beta, scratch);
+      }
+    }
+  });
+}
+
+}  // namespace group_norm_kernel
+
+void GroupNormRun(const gn::Plan& p, const gn::Args& a, unsigned char* ws) {
+  switch (a.dtype) {
+    case DType::kFloat32:
+      return group_norm_kernel::RunT<float>(p, a, ws);
+    case DType::kFloat16:
+      return group_norm_kernel::RunT<hwy::float16_t>(p, a, ws);
+    case DType::kBFloat16:
+      return group_norm_kernel::RunT<hwy::bfloat16_t>(p, a, ws);
+  }
+}
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nnops {
+namespace gn {
+HWY_EXPORT(GroupNormRun);
+
+void run(const Plan& p, const Args& a, void* workspace) {
+  detail::init_dispatch();
+  HWY_DYNAMIC_DISPATCH(GroupNormRun)(p, a, static_cast<unsigned char*>(workspace));
+}
+}  // namespace gn
+}  // namespace nnops
+#endif  // HWY_ONCE

@@ -1,0 +1,76 @@
+// GroupNorm internals: check -> plan -> run, and the float64 reference. Shared by the C++ API, the CANN C API,
+// the descriptor (CLI, tests, fuzzer, benchmarks).
+#pragma once
+
+#include <cstdint>
+
+#include "nnops/context.hpp"
+#include "nnops/dtype.hpp"
+#include "nnops/status.hpp"
+#include "nnops/tensor_view.hpp"
+#include "src/core/verify.hpp"
+#include "src/ops/op_desc.hpp"
+
+namespace nnops::gn {
+
+inline constexpr const char* kOpName = "group_norm";
+
+/// The tensors and attributes in descriptor (and C++ API) order.
+enum Tensor : int { kX = 0, kGamma, kBeta, kOut, kMean, kRstd, kNumTensors };
+enum Attr : int { kNumGroups = 0, kEps };
+
+/// The two memory layouts the kernels read and write directly: x and out both dense row-major ([N, C, HxW]) or
+/// both channels-last ([N, HxW, C]). Any other layout goes through dense copies.
+enum class Layout : uint8_t { kNCHW, kNHWC };
+
+/// A validated call as the kernel sees it.
+struct Args {
+  const void* x = nullptr;  ///< dense in `layout`
+  void* out = nullptr;      ///< dense in `layout`
+  DType dtype = DType::kFloat32;
+  Layout layout = Layout::kNCHW;
+  int64_t n = 0, c = 0, hw = 0, groups = 0;
+  double eps = 0;
+  /// The small tensors, any strides; gamma/beta may be none (1 and 0). Read and written element by element.
+  TensorView gamma, beta, mean, rstd;
+  int64_t cpg() const { return groups ? c / groups : 0; }
+  int64_t numel() const { return n * c * hw; }
+};
+
+/// All validation (docs/semantics.md); reads and writes no tensor data. Any strides are accepted; `args`
+/// describes the views as given (the layout is decided by prepare).
+Status check(const TensorView* t, const ops::Attrs& a, Args* args);
+
+/// How a call is split (plain data: a function of the shape, the layout and the thread count).
+struct Plan {
+  int num_threads = 1;
+  /// Work units: NCHW one per group (n, g); NHWC one per sample and chunk of chunk_groups whole groups.
+  int64_t units = 0;
+  int64_t chunk_groups = 1;  ///< NHWC: groups per chunk (the columns a unit reads, in whole groups)
+  /// Scratch per thread (bytes, 64-byte multiples): lane accumulators and per-channel constants.
+  uint64_t scratch_bytes = 0;
+  uint64_t workspace_bytes = 0;  ///< 2 * C doubles (gamma, beta) + num_threads * scratch_bytes
+};
+
+Plan make_plan(const Args& a, const Context& ctx);
+
+/// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.
+void run(const Plan& p, const Args& a, void* workspace);
+
+/// check -> plan -> the kernel closure (ops::PrepareFn).
+Status prepare(const TensorView* t, const ops::Attrs& a, const Context& ctx, ops::Prepared* out);
+
+/// Constant c of the bounds (docs/semantics.md): out within ulp_T(ref) + c * 2^-24 * (|xhat * gamma| + |beta|),
+/// mean within ulp(ref) + c * 2^-24 * mean(|x|), rstd within ulp(ref) + c * 2^-24 * rstd. The kernel forms
+/// d = (x - mean_hi) - mean_lo in float32 (mean split into two float32 parts: at most two roundings of d, as
+/// x - mean_hi is exact by Sterbenz's lemma when x is near the mean and otherwise |d| ~ |x|), multiplies by
+/// a = rstd * gamma rounded to float32 (one rounding) and adds beta (one rounding): at most 5 * u32 relative to
+/// the terms; mean and rstd are float64 (their float64 errors are far below u32). c = 8 leaves margin for the
+/// float32 rounding of beta and of the products near the subnormal range.
+inline constexpr double kBoundC = 8.0;
+
+/// Compares after's out, mean and rstd with the float64 reference computed from before's inputs (two passes in
+/// float64; every sample-th group and the last one). NaN must meet NaN.
+detail::VerifyReport verify(const ops::Problem& before, const ops::Problem& after, int64_t sample);
+
+}  // namespace nnops::gn

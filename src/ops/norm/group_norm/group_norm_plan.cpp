@@ -1,0 +1,44 @@
+// Work split for GroupNorm (ops-nn "tiling"): a pure function of the shape, the layout and the thread count.
+#include <algorithm>
+#include <numeric>
+
+#include "src/ops/norm/group_norm/group_norm_impl.hpp"
+
+namespace nnops::gn {
+namespace {
+
+// Below this many elements a call runs on one thread: starting a parallel region costs more than the work.
+constexpr int64_t kMinParallelElements = 1 << 15;
+// A channels-last unit's columns aim at a multiple of 16 (a full vector of float32 on every x86 target), but
+// not past this footprint, so that its three passes stay in a core's L2.
+constexpr uint64_t kChunkBytes = uint64_t{1} << 20;
+
+uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }
+
+}  // namespace
+
+Plan make_plan(const Args& a, const Context& ctx) {
+  Plan p;
+  const int64_t cpg = a.cpg();
+  int64_t cols = cpg;
+  if (a.layout == Layout::kNHWC) {
+    int64_t k = std::min<int64_t>(a.groups, 16 / std::gcd<int64_t>(cpg, 16));
+    const uint64_t group_bytes = static_cast<uint64_t>(cpg * a.hw) * dtype_size(a.dtype);
+    if (k > 1 && k * group_bytes > kChunkBytes) k = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / group_bytes));
+    p.chunk_groups = k;
+    p.units = a.n * ((a.groups + k - 1) / k);
+    cols = k * cpg;
+  } else {
+    p.units = a.n * a.groups;
+  }
+  int threads = resolve_num_threads(ctx);
+  if (a.numel() < kMinParallelElements) threads = 1;
+  p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, p.units)));
+  // Per thread: 2 x 16 lane accumulators per column, the per-column sums, means and four float32 constants.
+  const uint64_t c = static_cast<uint64_t>(cols);
+  p.scratch_bytes = round64(2 * 16 * c * 8) + round64(3 * c * 8) + round64(4 * c * 4);
+  p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) + p.num_threads * p.scratch_bytes;
+  return p;
+}
+
+}  // namespace nnops::gn

@@ -1,0 +1,286 @@
+// GroupNorm: what the generic sweep (tests/op_sweep_test.cpp) does not cover. Accuracy at larger shapes and
+// when |mean| >> std; channels-last, every SIMD target and every thread count giving the same bits on data
+// where the summation order matters; gamma/beta absent; group = 1 and group = C; every validation rule.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "nnops/nnops.hpp"
+#include "src/core/layout.hpp"
+#include "src/ops/norm/group_norm/group_norm_impl.hpp"
+#include "tests/test_util.hpp"
+
+namespace nnops {
+namespace {
+
+using detail::HostBuffer;
+using ::testing::HasSubstr;
+
+const DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
+
+const ops::OpDesc& desc() { return ops::desc_group_norm(); }
+
+ops::Problem problem(DType t, const std::vector<int64_t>& shape, int64_t groups, uint64_t seed, bool stats_like_x) {
+  ops::ProblemSpec s;
+  s.dtype = t;
+  s.shape = shape;
+  s.seed = seed;
+  s.aux_like_t = stats_like_x;
+  s.attrs = desc().attrs_for(shape);
+  s.attrs[gn::kNumGroups].i = groups;
+  return desc().make_problem(s);
+}
+
+Status call(ops::Problem& p, int threads = 0) {
+  const std::vector<TensorView> v = p.views();
+  return group_norm(v[gn::kX], v[gn::kGamma], v[gn::kBeta], p.attrs[gn::kNumGroups].i, p.attrs[gn::kEps].f,
+                    v[gn::kOut], v[gn::kMean], v[gn::kRstd], Context{threads});
+}
+
+// Runs and checks against the float64 reference on every target; returns the worst error/bound ratio.
+double expect_matches_reference(const ops::Problem& before) {
+  double worst = 0;
+  testing::for_each_isa([&](const std::string&) {
+    ops::Problem p = before.clone();
+    ASSERT_TRUE(call(p)) << call(p).message();
+    const detail::VerifyReport r = gn::verify(before, p, 1);
+    EXPECT_TRUE(r.pass()) << r.failures << " of " << r.checked << " outside; worst " << r.worst_ratio;
+    worst = std::max(worst, r.worst_ratio);
+  });
+  return worst;
+}
+
+TEST(GroupNorm, MatchesReferenceOnRealisticShapes) {
+  double worst = 0;
+  for (DType t : kDTypes) {
+    for (bool like_x : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (like_x ? " stats in T" : " stats in float32"));
+      worst = std::max(worst, expect_matches_reference(problem(t, {2, 64, 16, 16}, 32, 1, like_x)));  // SD-like
+      worst = std::max(worst, expect_matches_reference(problem(t, {1, 6, 1 << 16}, 3, 2, like_x)));   // big groups
+      worst = std::max(worst, expect_matches_reference(problem(t, {3, 40, 7, 7}, 8, 3, like_x)));     // HxW = 49
+      worst = std::max(worst, expect_matches_reference(problem(t, {2, 8, 1, 2, 3, 1, 2, 5}, 4, 4, like_x)));  // rank 8
+    }
+  }
+  std::printf("worst error/bound ratio: %.3g\n", worst);
+}
+
+TEST(GroupNorm, VarianceStaysAccurateWhenTheMeanDominates) {
+  // x = 1e4 + N(0, 1) in float32: E[x^2] - E[x]^2 in float32 would lose every digit of the variance (x^2 ~ 1e8
+  // has a float32 ulp of 8); two passes in float64 keep rstd within a few ulps.
+  for (double offset : {1e4, 1e6}) {
+    ops::Problem p = problem(DType::kFloat32, {2, 8, 4096}, 2, 5, false);
+    std::mt19937_64 rng(6);
+    std::normal_distribution<double> nd(0, 1);
+    for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, offset + nd(rng));
+    const ops::Problem before = p.clone();
+    ASSERT_TRUE(call(p));
+    EXPECT_TRUE(gn::verify(before, p, 1).pass());
+    // And rstd itself is near 1 (the true spread), not the garbage a one-pass formula gives.
+    for (int64_t q = 0; q < p.t[gn::kRstd].numel(); ++q) EXPECT_NEAR(p.t[gn::kRstd].get(q), 1.0, 0.05);
+  }
+}
+
+// Values spread over sixteen decades with both signs: float64 sums of them round, so a different summation order
+// would give different bits (checked below), and equal bits mean the same order.
+ops::Problem order_sensitive(DType t, const std::vector<int64_t>& shape, int64_t groups) {
+  ops::Problem p = problem(t, shape, groups, 9, false);
+  std::mt19937_64 rng(10);
+  std::uniform_real_distribution<double> u(-1, 1), e(-8, 8);
+  const double span = t == DType::kFloat16 ? 2 : 8;  // float16 stays finite and normal enough
+  std::uniform_real_distribution<double> eh(-span, span);
+  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) {
+    p.t[gn::kX].set(i, u(rng) * std::pow(10.0, t == DType::kFloat16 ? eh(rng) : e(rng)));
+  }
+  return p;
+}
+
+// The bits of a call with x and out channels-last.
+ops::Problem run_channels_last(const ops::Problem& before, int threads) {
+  ops::Problem p = before.clone();
+  const HostBuffer& x = p.t[gn::kX];
+  const std::vector<int64_t>& s = x.shape();
+  const int r = static_cast<int>(s.size());
+  std::vector<int64_t> st(r);
+  int64_t acc = 1;
+  st[1] = 1;
+  acc = s[1];
+  for (int i = r - 1; i >= 2; --i) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  st[0] = acc;
+  std::vector<unsigned char> xs(x.bytes()), os(x.bytes());
+  const TensorView xv = TensorView::strided(xs.data(), x.dtype(), s.data(), st.data(), r);
+  const TensorView ov = TensorView::strided(os.data(), x.dtype(), s.data(), st.data(), r);
+  EXPECT_TRUE(detail::is_channels_last(xv));
+  detail::scatter_dense(x.data(), xv);
+  std::vector<TensorView> v = p.views();
+  v[gn::kX] = xv;
+  v[gn::kOut] = ov;
+  EXPECT_TRUE(group_norm(v[gn::kX], v[gn::kGamma], v[gn::kBeta], p.attrs[gn::kNumGroups].i, p.attrs[gn::kEps].f,
+                         v[gn::kOut], v[gn::kMean], v[gn::kRstd], Context{threads}));
+  detail::gather_dense(ov, p.t[gn::kOut].data());
+  return p;
+}
+
+::testing::AssertionResult same_outputs(const ops::Problem& a, const ops::Problem& b) {
+  for (int i : {gn::kOut, gn::kMean, gn::kRstd}) {
+    if (!a.t[i].same_bytes(b.t[i])) return ::testing::AssertionFailure() << desc().tensors[i].name << " differs";
+  }
+  return ::testing::AssertionSuccess();
+}
+
+TEST(GroupNorm, ChannelsLastTargetsAndThreadsGiveTheSameBitsWhereOrderMatters) {
+  for (DType t : kDTypes) {
+    // SD-like [2, 320, 8, 8] with 32 groups (10 channels each), and odd sizes: 7 channels per group, HxW = 37.
+    for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 320, 8, 8}, 32}, {{3, 21, 37}, 3}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)));
+      const ops::Problem before = order_sensitive(t, shape, groups);
+      // The data really is order-sensitive: summing a group's squared deviations (the second pass) in reverse
+      // changes the float64 result somewhere. (First-pass sums of float16 values are exact in float64.)
+      {
+        const HostBuffer& x = before.t[gn::kX];
+        const int64_t m = x.numel() / (shape[0] * groups);
+        bool differs = false;
+        for (int64_t q = 0; q < shape[0] * groups && !differs; ++q) {
+          double mu = 0, f = 0, b = 0;
+          for (int64_t i = 0; i < m; ++i) mu += x.get(q * m + i) / static_cast<double>(m);
+          for (int64_t i = 0; i < m; ++i) f += (x.get(q * m + i) - mu) * (x.get(q * m + i) - mu);
+          for (int64_t i = m - 1; i >= 0; --i) b += (x.get(q * m + i) - mu) * (x.get(q * m + i) - mu);
+          differs = f != b;
+        }
+        EXPECT_TRUE(differs);
+      }
+      ops::Problem want = before.clone();
+      ASSERT_TRUE(call(want, 1));
+      testing::for_each_isa([&](const std::string&) {
+        for (int threads : {1, 2, 3}) {
+          ops::Problem dense = before.clone();
+          ASSERT_TRUE(call(dense, threads));
+          EXPECT_TRUE(same_outputs(dense, want)) << "row-major, " << threads << " threads";
+          EXPECT_TRUE(same_outputs(run_channels_last(before, threads), want)) << "channels-last, " << threads;
+        }
+      });
+    }
+  }
+}
+
+TEST(GroupNorm, AbsentGammaAndBetaAreOneAndZero) {
+  for (DType t : kDTypes) {
+    ops::Problem with = problem(t, {2, 12, 5, 3}, 4, 11, true);
+    for (int64_t c = 0; c < 12; ++c) {
+      with.t[gn::kGamma].set(c, 1.0);
+      with.t[gn::kBeta].set(c, 0.0);
+    }
+    ops::Problem without = with.clone();
+    ASSERT_TRUE(call(with));
+    std::vector<TensorView> v = without.views();
+    ASSERT_TRUE(group_norm(v[gn::kX], TensorView::none(), TensorView::none(), 4, 1e-5, v[gn::kOut], v[gn::kMean],
+                           v[gn::kRstd]));
+    EXPECT_TRUE(same_outputs(with, without)) << dtype_name(t);
+    // gamma alone, beta alone.
+    ops::Problem g_only = with.clone();
+    v = g_only.views();
+    ASSERT_TRUE(group_norm(v[gn::kX], v[gn::kGamma], TensorView::none(), 4, 1e-5, v[gn::kOut], v[gn::kMean], v[gn::kRstd]));
+    EXPECT_TRUE(same_outputs(with, g_only));
+  }
+}
+
+TEST(GroupNorm, OneGroupAndOneGroupPerChannel) {
+  for (DType t : kDTypes) {
+    for (int64_t groups : {int64_t{1}, int64_t{24}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " groups " + std::to_string(groups));
+      expect_matches_reference(problem(t, {3, 24, 9, 7}, groups, 12, false));
+    }
+  }
+}
+
+TEST(GroupNorm, PlanSplitsWholeGroups) {
+  gn::Args a;
+  a.n = 2, a.c = 320, a.hw = 4096, a.groups = 32, a.dtype = DType::kFloat32;
+  gn::Plan p = gn::make_plan(a, Context{2});
+  EXPECT_EQ(p.units, 64);  // one group each
+  EXPECT_EQ(p.num_threads, 2);
+  a.layout = gn::Layout::kNHWC;
+  p = gn::make_plan(a, Context{2});
+  // 10 channels per group: chunks of 8 groups (80 channels, a multiple of 16) would read 80 * 4096 * 4 bytes
+  // = 1.25 MiB per unit; the plan keeps a unit within 1 MiB: 6 groups.
+  EXPECT_EQ(p.chunk_groups, 6);
+  EXPECT_EQ(p.units, 2 * 6);
+  a.hw = 64;  // small groups: whole multiples of 16 channels
+  p = gn::make_plan(a, Context{2});
+  EXPECT_EQ(p.chunk_groups, 8);
+  a.n = 1, a.c = 4, a.hw = 4, a.groups = 2;  // tiny: one thread
+  EXPECT_EQ(gn::make_plan(a, Context{8}).num_threads, 1);
+}
+
+TEST(GroupNorm, EmptyInputsWriteNothing) {
+  for (std::vector<int64_t> shape : {std::vector<int64_t>{0, 4, 3}, {2, 4, 0}, {2, 4, 3, 0}}) {
+    ops::Problem p = problem(DType::kFloat32, shape, 2, 13, false);
+    for (int i : {gn::kOut, gn::kMean, gn::kRstd}) testing::fill_sentinel(p.t[i]);
+    const ops::Problem before = p.clone();
+    ASSERT_TRUE(call(p));
+    EXPECT_TRUE(same_outputs(p, before));
+  }
+}
+
+TEST(GroupNorm, ValidationErrorsNameTheArgumentAndWriteNothing) {
+  const DType f32 = DType::kFloat32;
+  ops::Problem p = problem(f32, {2, 6, 5}, 3, 14, false);
+  for (int i : {gn::kOut, gn::kMean, gn::kRstd}) testing::fill_sentinel(p.t[i]);
+  const ops::Problem before = p.clone();
+  const std::vector<TensorView> v = p.views();
+  HostBuffer g7(f32, {7}), g2d(f32, {1, 6}), g16(DType::kFloat16, {6}), m23(f32, {2, 2}), m16(DType::kFloat16, {2, 3}),
+      x1(f32, {12});
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  struct Bad {
+    const char* what;
+    TensorView x, gamma, beta, out, mean, rstd;
+    int64_t groups;
+    double eps;
+    const char* needle;
+  };
+  const TensorView X = v[gn::kX], G = v[gn::kGamma], B = v[gn::kBeta], O = v[gn::kOut], M = v[gn::kMean],
+                   R = v[gn::kRstd];
+  const std::vector<Bad> cases = {
+      {"groups 0", X, G, B, O, M, R, 0, 1e-5, "num_groups is 0; expected a positive divisor of C = 6"},
+      {"groups -3", X, G, B, O, M, R, -3, 1e-5, "num_groups is -3"},
+      {"groups 4", X, G, B, O, M, R, 4, 1e-5, "num_groups is 4; expected a positive divisor of C = 6"},
+      {"eps 0", X, G, B, O, M, R, 3, 0.0, "eps is 0; expected a finite value > 0"},
+      {"eps -1", X, G, B, O, M, R, 3, -1.0, "eps is -1"},
+      {"eps nan", X, G, B, O, M, R, 3, nan, "eps is nan"},
+      {"eps inf", X, G, B, O, M, R, 3, inf, "eps is inf"},
+      {"gamma [7]", X, g7.view(), B, O, M, R, 3, 1e-5, "gamma has shape [7]; expected [C] = [6]"},
+      {"beta [1, 6]", X, G, g2d.view(), O, M, R, 3, 1e-5, "beta has shape [1, 6]; expected [C] = [6]"},
+      {"gamma float16", X, g16.view(), B, O, M, R, 3, 1e-5,
+       "gamma has dtype float16; expected float32 (the dtype of x) or float32"},
+      {"mean [2, 2]", X, G, B, O, m23.view(), R, 3, 1e-5, "mean has shape [2, 2]; expected [N, num_groups] = [2, 3]"},
+      {"rstd dtype", X, G, B, O, M, m16.view(), 3, 1e-5, "rstd has dtype float16; expected float32 (the dtype of mean)"},
+      {"x rank 1", x1.view(), G, B, O, M, R, 3, 1e-5, "x has shape [12] (rank 1); expected rank 2 to 8"},
+      {"out shape", X, G, B, x1.view(), M, R, 3, 1e-5, "out has shape [12]; expected the shape of x [2, 6, 5]"},
+      {"out over x", X, G, B, X, M, R, 3, 1e-5, "out and x overlap"},
+      {"mean over gamma", X, G, B, O, TensorView(G.data(), f32, {2, 3}), R, 3, 1e-5, "mean and gamma overlap"},
+      {"rstd over mean", X, G, B, O, M, M, 3, 1e-5, "mean and rstd overlap"},
+      {"null x", TensorView(nullptr, f32, {2, 6, 5}), G, B, O, M, R, 3, 1e-5, "x has a null data pointer"},
+      {"null mean", X, G, B, O, TensorView(nullptr, f32, {2, 3}), R, 3, 1e-5, "mean has a null data pointer"},
+  };
+  for (const Bad& c : cases) {
+    SCOPED_TRACE(c.what);
+    const Status s = group_norm(c.x, c.gamma, c.beta, c.groups, c.eps, c.out, c.mean, c.rstd);
+    EXPECT_FALSE(s.is_ok());
+    EXPECT_THAT(s.message(), HasSubstr(std::string("group_norm: ") + c.needle));
+    EXPECT_TRUE(same_outputs(p, before));
+  }
+  // Mixed precision: x in bfloat16 with gamma, beta, mean and rstd in float32 is fine.
+  ops::Problem mixed = problem(DType::kBFloat16, {2, 6, 5}, 3, 15, false);
+  EXPECT_EQ(mixed.t[gn::kGamma].dtype(), DType::kFloat32);
+  EXPECT_TRUE(call(mixed));
+}
+
+}  // namespace
+}  // namespace nnops

@@ -1,0 +1,159 @@
+// The canonical float64 sums (src/core/canonical_sum-inl.h) on every target: row sums and column sums equal,
+// bit for bit, a plain scalar evaluation of the definition (element i into lane i mod 16, lanes in index order,
+// the fixed pairwise tree), on data where any other order gives other bits.
+#include <cstdint>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "tests/canonical_sum_test.cpp"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/core/canonical_sum-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops {
+namespace HWY_NAMESPACE {
+
+// out[0] = canonical sum of x, out[1] = of (x - m) * y, over the n elements of the rows.
+template <typename T>
+void Rows(const T* x, const T* y, size_t n, double m, double* out) {
+  auto vf = [m](auto d, auto vx, auto vy, auto* s0, auto* s1) HWY_ATTR {
+    *s0 = vx;
+    *s1 = hn::Mul(hn::Sub(vx, hn::Set(d, m)), vy);
+  };
+  auto sf = [m](double vx, double vy, double* s0, double* s1) {
+    *s0 = vx;
+    *s1 = (vx - m) * vy;
+  };
+  CanonRowSums<2>(x, y, n, vf, sf, out);
+}
+// The same two statistics for every column of rows x cols arrays (row stride `stride`), with m per column.
+template <typename T>
+void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
+             double* out0, double* out1) {
+  auto vf = [m](auto d, auto vx, auto vy, size_t c, auto* s0, auto* s1) HWY_ATTR {
+    *s0 = vx;
+    *s1 = hn::Mul(hn::Sub(vx, hn::LoadU(d, m + c)), vy);
+  };
+  auto sf = [m](double vx, double vy, size_t c, double* s0, double* s1) {
+    *s0 = vx;
+    *s1 = (vx - m[c]) * vy;
+  };
+  CanonColumnSums<2>(x, y, stride, rows, cols, vf, sf, acc, out0, out1);
+}
+void RowsF32(const float* x, const float* y, size_t n, double m, double* out) { Rows(x, y, n, m, out); }
+void RowsBF16(const uint16_t* x, const uint16_t* y, size_t n, double m, double* out) {
+  Rows(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), n, m, out);
+}
+void ColumnsF32(const float* x, const float* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
+                double* o0, double* o1) {
+  Columns(x, y, stride, rows, cols, m, acc, o0, o1);
+}
+void ColumnsBF16(const uint16_t* x, const uint16_t* y, size_t stride, size_t rows, size_t cols, const double* m,
+                 double* acc, double* o0, double* o1) {
+  Columns(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), stride, rows, cols,
+          m, acc, o0, o1);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "nnops/dtype.hpp"
+#include "tests/test_util.hpp"
+
+namespace nnops {
+HWY_EXPORT(RowsF32);
+HWY_EXPORT(RowsBF16);
+HWY_EXPORT(ColumnsF32);
+HWY_EXPORT(ColumnsBF16);
+
+namespace {
+
+// The definition, written out plainly.
+double definition(const std::vector<double>& terms) {
+  double lanes[16] = {};
+  for (std::size_t i = 0; i < terms.size(); ++i) lanes[i % 16] += terms[i];
+  const double a = ((lanes[0] + lanes[1]) + (lanes[2] + lanes[3])) + ((lanes[4] + lanes[5]) + (lanes[6] + lanes[7]));
+  const double b =
+      ((lanes[8] + lanes[9]) + (lanes[10] + lanes[11])) + ((lanes[12] + lanes[13]) + (lanes[14] + lanes[15]));
+  return a + b;
+}
+
+// Values over sixteen decades, both signs: their float64 sums round.
+std::vector<float> spread(std::size_t n, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1), e(-8, 8);
+  std::vector<float> v(n);
+  for (float& f : v) f = static_cast<float>(u(rng) * std::pow(10.0, e(rng)));
+  return v;
+}
+
+TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
+  const double m = 0.37;
+  int order_sensitive = 0;
+  testing::for_each_isa([&](const std::string&) {
+    for (std::size_t n : {0, 1, 5, 15, 16, 17, 31, 32, 33, 100, 1000, 4099}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      const std::vector<float> x = spread(n, 1 + n), y = spread(n, 2 + n);
+      std::vector<double> t0(n), t1(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        t0[i] = x[i];
+        t1[i] = (static_cast<double>(x[i]) - m) * static_cast<double>(y[i]);
+      }
+      double want[2] = {definition(t0), definition(t1)};
+      // Any other order would show: a plain left-to-right sum differs for the larger n.
+      double plain = 0;
+      for (double v : t1) plain += v;
+      order_sensitive += plain != want[1];
+      double got[2];
+      HWY_DYNAMIC_DISPATCH(RowsF32)(x.data(), y.data(), n, m, got);
+      EXPECT_EQ(got[0], want[0]);
+      EXPECT_EQ(got[1], want[1]);
+      // The same data as column 2 of a [n, 5] array, every column its own statistic.
+      const std::size_t cols = 5;
+      std::vector<float> xa(n * cols), ya(n * cols);
+      for (std::size_t r = 0; r < n; ++r) {
+        for (std::size_t c = 0; c < cols; ++c) {
+          xa[r * cols + c] = c == 2 ? x[r] : static_cast<float>(c + r);
+          ya[r * cols + c] = c == 2 ? y[r] : 1.0f;
+        }
+      }
+      const double mc[cols] = {0, 0, m, 0, 0};
+      std::vector<double> acc(2 * 16 * cols), o0(cols), o1(cols);
+      HWY_DYNAMIC_DISPATCH(ColumnsF32)(xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data());
+      EXPECT_EQ(o0[2], want[0]);
+      EXPECT_EQ(o1[2], want[1]);
+      // bfloat16 storage, rows and columns.
+      std::vector<uint16_t> xb(n), yb(n), xab(n * cols), yab(n * cols);
+      for (std::size_t i = 0; i < n; ++i) {
+        xb[i] = float_to_bf16_bits(x[i]);
+        yb[i] = float_to_bf16_bits(y[i]);
+        t0[i] = bf16_bits_to_float(xb[i]);
+        t1[i] = (t0[i] - m) * static_cast<double>(bf16_bits_to_float(yb[i]));
+      }
+      for (std::size_t i = 0; i < n * cols; ++i) {
+        xab[i] = float_to_bf16_bits(xa[i]);
+        yab[i] = float_to_bf16_bits(ya[i]);
+      }
+      HWY_DYNAMIC_DISPATCH(RowsBF16)(xb.data(), yb.data(), n, m, got);
+      EXPECT_EQ(got[0], definition(t0));
+      EXPECT_EQ(got[1], definition(t1));
+      HWY_DYNAMIC_DISPATCH(ColumnsBF16)(xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data());
+      EXPECT_EQ(o0[2], definition(t0));
+      EXPECT_EQ(o1[2], definition(t1));
+    }
+  });
+  EXPECT_GT(order_sensitive, 0);  // the data can tell orders apart
+}
+
+}  // namespace
+}  // namespace nnops
+#endif  // HWY_ONCE
