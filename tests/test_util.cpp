@@ -1,7 +1,10 @@
 #include "tests/test_util.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+
+#include "src/core/layout.hpp"
 
 namespace nnops::testing {
 
@@ -31,6 +34,60 @@ void fill_random(HostBuffer& b, std::mt19937_64& rng, double lo_exp, double hi_e
 
 void fill_sentinel(HostBuffer& b) {
   if (b.bytes()) std::memset(b.data(), 0xA5, b.bytes());
+}
+
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> s(shape.size(), 1);
+  for (int i = static_cast<int>(shape.size()) - 2; i >= 0; --i) s[i] = s[i + 1] * std::max<int64_t>(shape[i + 1], 1);
+  return s;
+}
+
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& shape) {
+  const int r = static_cast<int>(shape.size());
+  std::vector<int64_t> s(r, 1);
+  int64_t acc = std::max<int64_t>(shape[1], 1);
+  for (int i = r - 1; i >= 2; --i) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  s[0] = acc;
+  return s;
+}
+
+StridedCopy::StridedCopy(const HostBuffer& dense, const std::vector<int64_t>& strides) {
+  const std::vector<int64_t>& shape = dense.shape();
+  const int rank = static_cast<int>(shape.size());
+  const TensorView probe = TensorView::strided(nullptr, dense.dtype(), shape.data(), strides.data(), rank);
+  const int64_t span = dense.numel() ? detail::max_offset(probe) + 1 : 0;
+  const std::size_t es = dtype_size(dense.dtype());
+  storage_.assign(static_cast<std::size_t>(span) * es + 64, 0xA5);
+  // Start at a 64-byte boundary: the kernels' own alignment handling is what the strides exercise.
+  const uintptr_t base = reinterpret_cast<uintptr_t>(storage_.data());
+  unsigned char* p = storage_.data() + (64 - base % 64) % 64;
+  if (p + span * es > storage_.data() + storage_.size()) p = storage_.data();
+  view_ = TensorView::strided(p, dense.dtype(), shape.data(), strides.data(), rank);
+  if (dense.numel()) detail::scatter_dense(dense.data(), view_);
+  sentinel_copy_ = storage_;
+}
+
+HostBuffer StridedCopy::dense_copy() const {
+  HostBuffer b(view_.dtype(), std::vector<int64_t>(view_.shape(), view_.shape() + view_.rank()));
+  detail::gather_dense(view_, b.data());
+  return b;
+}
+
+bool StridedCopy::untouched_outside() const {
+  std::vector<bool> inside(storage_.size(), false);
+  const std::size_t es = dtype_size(view_.dtype());
+  const std::size_t base = static_cast<const unsigned char*>(view_.data()) - storage_.data();
+  for (int64_t i = 0; i < view_.numel(); ++i) {
+    const std::size_t off = base + static_cast<std::size_t>(detail::element_offset(view_, i)) * es;
+    for (std::size_t k = 0; k < es; ++k) inside[off + k] = true;
+  }
+  for (std::size_t i = 0; i < storage_.size(); ++i) {
+    if (!inside[i] && storage_[i] != sentinel_copy_[i]) return false;
+  }
+  return true;
 }
 
 }  // namespace nnops::testing

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "nnops/isa.hpp"
+#include "nnops/tensor_view.hpp"
 #include "src/core/host_buffer.hpp"
 
 namespace nnops::testing {
@@ -28,5 +29,26 @@ void fill_random(HostBuffer& b, std::mt19937_64& rng, double lo_exp = 0, double 
 
 /// Fills every byte with 0xA5 (a NaN-free pattern in all three dtypes) to detect unintended writes.
 void fill_sentinel(HostBuffer& b);
+
+/// Dense row-major strides of a shape (size-0 dims count as 1).
+std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
+/// Channels-last strides of an [N, C, d2, ...] shape (rank >= 3): C innermost, then the spatial dims, then N.
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& shape);
+
+/// A copy of a dense buffer laid out with other strides in storage of its own, whose every other byte holds a
+/// sentinel pattern: for strided calls, and to check that they write nothing outside a view's elements.
+class StridedCopy {
+ public:
+  StridedCopy(const HostBuffer& dense, const std::vector<int64_t>& strides);
+  const TensorView& view() const { return view_; }
+  /// The elements back in a dense buffer.
+  HostBuffer dense_copy() const;
+  /// Every storage byte that is not an element of the view still holds what it held at construction.
+  bool untouched_outside() const;
+
+ private:
+  std::vector<unsigned char> storage_, sentinel_copy_;
+  TensorView view_;
+};
 
 }  // namespace nnops::testing

@@ -13,7 +13,7 @@ namespace nnops::acl {
 aclnnStatus phase_one(const char* phase1, const char* phase2, ops::PrepareFn prepare,
                       std::initializer_list<TensorArg> tensors, const ops::Attrs& attrs, uint64_t* workspace_size,
                       aclOpExecutor** executor,
-                      const std::function<Status(const TensorView* views)>& binding_check) noexcept {
+                      const std::function<Status(TensorView* views)>& binding_check) noexcept {
   return guard_aclnn(phase1, [&]() -> aclnnStatus {
     if (workspace_size != nullptr) *workspace_size = 0;
     if (executor != nullptr) *executor = nullptr;

@@ -23,13 +23,14 @@ struct TensorArg {
 };
 
 /// Phase one: null checks (the required tensors, then workspaceSize and executor), the aclTensor checks
-/// (to_view), `binding_check` (rules of the C API beyond the C++ API's, e.g. CANN's N/C/HxW arguments),
+/// (to_view), `binding_check` (rules of the C API beyond the C++ API's, e.g. CANN's N/C/HxW arguments; it may
+/// also reshape a view, as CANN takes some tensors by element count),
 /// then the operator's prepare (check and plan) with the default Context. On success *executor holds the
 /// closure and *workspaceSize its workspace; on failure both are zeroed, a message is recorded and the CANN
 /// status returned. Never throws.
 aclnnStatus phase_one(const char* phase1, const char* phase2, ops::PrepareFn prepare,
                       std::initializer_list<TensorArg> tensors, const ops::Attrs& attrs, uint64_t* workspace_size,
                       aclOpExecutor** executor,
-                      const std::function<Status(const TensorView* views)>& binding_check = nullptr) noexcept;
+                      const std::function<Status(TensorView* views)>& binding_check = nullptr) noexcept;
 
 }  // namespace nnops::acl

@@ -27,7 +27,7 @@ extern "C" aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, con
   ops::Attrs attrs(2);
   attrs[gn::kNumGroups].i = group;
   attrs[gn::kEps].f = eps;
-  auto cann_rules = [&](const TensorView* v) -> Status {
+  auto cann_rules = [&](TensorView* v) -> Status {
     const TensorView& x = v[gn::kX];
     for (int i = 1; i < gn::kNumTensors; ++i) {
       if (v[i].is_none() || v[i].dtype() == x.dtype()) continue;

@@ -56,7 +56,9 @@ aclnnStatus run(const Device& d, aclrtStream stream) {
   aclOpExecutor* e = nullptr;
   if (aclnnStatus st = d.phase1(&ws, &e); st != ACLNN_SUCCESS) return st;
   void* w = nullptr;
-  if (ws) EXPECT_EQ(aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  if (ws) {
+    EXPECT_EQ(aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
+  }
   const aclnnStatus st = aclnnGroupNorm(w, ws, e, stream);
   EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);
   if (w) aclrtFree(w);

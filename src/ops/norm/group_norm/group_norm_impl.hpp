@@ -54,6 +54,11 @@ struct Plan {
 
 Plan make_plan(const Args& a, const Context& ctx);
 
+/// Groups per channels-last work unit (shared with GroupNormBackward): enough whole groups for a multiple of 16
+/// channels (full float32 vectors on every x86 target) where the group size allows, but a unit of at most
+/// 1 MiB (`arrays` tensors of cpg * hw elements per group) unless one group is larger.
+int64_t channels_last_chunk(int64_t cpg, int64_t hw, int64_t groups, DType dtype, int arrays);
+
 /// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.
 void run(const Plan& p, const Args& a, void* workspace);
 

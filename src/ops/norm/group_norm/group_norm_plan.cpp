@@ -17,14 +17,19 @@ uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }
 
 }  // namespace
 
+int64_t channels_last_chunk(int64_t cpg, int64_t hw, int64_t groups, DType dtype, int arrays) {
+  int64_t k = std::min<int64_t>(groups, 16 / std::gcd<int64_t>(cpg, 16));
+  const uint64_t group_bytes = static_cast<uint64_t>(cpg * hw) * dtype_size(dtype) * arrays;
+  if (k > 1 && k * group_bytes > kChunkBytes) k = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / group_bytes));
+  return std::max<int64_t>(k, 1);
+}
+
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
   const int64_t cpg = a.cpg();
   int64_t cols = cpg;
   if (a.layout == Layout::kNHWC) {
-    int64_t k = std::min<int64_t>(a.groups, 16 / std::gcd<int64_t>(cpg, 16));
-    const uint64_t group_bytes = static_cast<uint64_t>(cpg * a.hw) * dtype_size(a.dtype);
-    if (k > 1 && k * group_bytes > kChunkBytes) k = std::max<int64_t>(1, static_cast<int64_t>(kChunkBytes / group_bytes));
+    const int64_t k = channels_last_chunk(cpg, a.hw, a.groups, a.dtype, 1);
     p.chunk_groups = k;
     p.units = a.n * ((a.groups + k - 1) / k);
     cols = k * cpg;

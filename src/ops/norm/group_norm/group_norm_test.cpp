@@ -102,29 +102,13 @@ ops::Problem order_sensitive(DType t, const std::vector<int64_t>& shape, int64_t
 // The bits of a call with x and out channels-last.
 ops::Problem run_channels_last(const ops::Problem& before, int threads) {
   ops::Problem p = before.clone();
-  const HostBuffer& x = p.t[gn::kX];
-  const std::vector<int64_t>& s = x.shape();
-  const int r = static_cast<int>(s.size());
-  std::vector<int64_t> st(r);
-  int64_t acc = 1;
-  st[1] = 1;
-  acc = s[1];
-  for (int i = r - 1; i >= 2; --i) {
-    st[i] = acc;
-    acc *= s[i];
-  }
-  st[0] = acc;
-  std::vector<unsigned char> xs(x.bytes()), os(x.bytes());
-  const TensorView xv = TensorView::strided(xs.data(), x.dtype(), s.data(), st.data(), r);
-  const TensorView ov = TensorView::strided(os.data(), x.dtype(), s.data(), st.data(), r);
-  EXPECT_TRUE(detail::is_channels_last(xv));
-  detail::scatter_dense(x.data(), xv);
+  const std::vector<int64_t> st = testing::channels_last_strides(p.t[gn::kX].shape());
+  const testing::StridedCopy x(p.t[gn::kX], st), out(p.t[gn::kOut], st);
+  EXPECT_TRUE(detail::is_channels_last(x.view()));
   std::vector<TensorView> v = p.views();
-  v[gn::kX] = xv;
-  v[gn::kOut] = ov;
-  EXPECT_TRUE(group_norm(v[gn::kX], v[gn::kGamma], v[gn::kBeta], p.attrs[gn::kNumGroups].i, p.attrs[gn::kEps].f,
-                         v[gn::kOut], v[gn::kMean], v[gn::kRstd], Context{threads}));
-  detail::gather_dense(ov, p.t[gn::kOut].data());
+  EXPECT_TRUE(group_norm(x.view(), v[gn::kGamma], v[gn::kBeta], p.attrs[gn::kNumGroups].i, p.attrs[gn::kEps].f,
+                         out.view(), v[gn::kMean], v[gn::kRstd], Context{threads}));
+  p.t[gn::kOut] = out.dense_copy();
   return p;
 }
 

@@ -1,0 +1,282 @@
+// GroupNormBackward CPU kernels: Highway, one source compiled for every target, picked at run time.
+//
+// Per group (n, g), pass 1 forms the per-channel canonical sums (src/core/canonical_sum-inl.h)
+//   B[n, c] = sum dy,   D[n, c] = sum dy * (x - mean)        (float64; Sub then Mul, never fused)
+// from which, channels in order, a = sum_c gamma_c * B and b' = sum_c gamma_c * D (so that SPEC's
+// b = sum dy*gamma*xhat = rstd * b'). Pass 2 writes, in float32,
+//   dx = k1_c * dy - k2 - k3 * ((x - mean_hi) - mean_lo),
+//   k1_c = rstd * gamma_c,  k2 = rstd * a / M,  k3 = rstd^3 * b' / M,
+// which is rstd * (gamma*dy - (a + xhat*b) / M) regrouped. After every group: dgamma[c] = sum over n, in index
+// order, of rstd[n, g] * D[n, c], and dbeta[c] = sum over n of B[n, c].
+//
+// NB: as in GroupNorm, the row-major kernel (CanonRowSums over a channel's HxW elements) and the channels-last
+// kernel (CanonColumnSums over the rows of a chunk of whole groups) produce identical per-(n, c) sums, every
+// later step is in index order or elementwise, and a thread owns whole groups: the results are the same bits
+// in both layouts, on every target and for every thread count. No fused multiply-add anywhere.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "src/core/check.hpp"
+#include "src/core/layout.hpp"
+#include "src/core/parallel.hpp"
+#include "src/ops/norm/group_norm_backward/group_norm_backward_impl.hpp"
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "src/ops/norm/group_norm_backward/group_norm_backward_cpu.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+#include "src/core/canonical_sum-inl.h"
+#include "src/core/simd_convert-inl.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops {
+namespace HWY_NAMESPACE {
+namespace gn_bwd_kernel {
+
+using gn_bwd::Args;
+using gn_bwd::Layout;
+using gn_bwd::Plan;
+
+// Shared arrays of a call (in the workspace).
+struct Shared {
+  const double* gamma;  // C
+  const double* mean;   // N*G
+  const double* rstd;   // N*G
+  double* b_sum;        // N*C: sum dy
+  double* d_sum;        // N*C: sum dy * (x - mean)
+};
+
+// dx = (k1 * dy - k2) - k3 * ((x - mean_hi) - mean_lo): the same operations in every form below.
+template <class V>
+HWY_INLINE V Dx(V dy, V x, V mh, V ml, V k1, V k2, V k3) {
+  return hn::Sub(hn::Sub(hn::Mul(k1, dy), k2), hn::Mul(k3, hn::Sub(hn::Sub(x, mh), ml)));
+}
+
+// The float32 constants of a group: mean split in two, k2, k3.
+struct GroupConsts {
+  float mean_hi, mean_lo, k2, k3;
+  double rstd;
+};
+
+GroupConsts Consts(double mean, double rstd, double a, double b, double m) {
+  GroupConsts k;
+  k.mean_hi = static_cast<float>(mean);
+  k.mean_lo = static_cast<float>(mean - static_cast<double>(k.mean_hi));
+  k.k2 = static_cast<float>(rstd * a / m);
+  k.k3 = static_cast<float>(rstd * rstd * rstd * b / m);
+  k.rstd = rstd;
+  return k;
+}
+
+// a and b' of one group from its channels' sums, channels in order.
+void GroupSums(const double* gamma, const double* bs, const double* ds, int64_t cpg, double* a, double* b) {
+  double sa = 0, sb = 0;
+  for (int64_t c = 0; c < cpg; ++c) {
+    sa += gamma[c] * bs[c];
+    sb += gamma[c] * ds[c];
+  }
+  *a = sa;
+  *b = sb;
+}
+
+template <typename T>
+void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupConsts& g,
+           float k1) {
+  // dx may be dy itself (in place): each element is read before it is written.
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const auto mh = hn::Set(df, g.mean_hi), ml = hn::Set(df, g.mean_lo), vk1 = hn::Set(df, k1), k2 = hn::Set(df, g.k2),
+             k3 = hn::Set(df, g.k3);
+  size_t i = 0;
+  for (; i + N <= n; i += N) StoreF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, ml, vk1, k2, k3), dx + i);
+  if (i < n) {
+    StoreF32N(df, Dx(LoadF32N(df, dy + i, n - i), LoadF32N(df, x + i, n - i), mh, ml, vk1, k2, k3), dx + i, n - i);
+  }
+}
+
+// One row of a channels-last chunk: per-column constants in the arrays.
+template <typename T>
+void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* ml,
+               const float* k1, const float* k2, const float* k3) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  size_t c = 0;
+  for (; c + N <= cols; c += N) {
+    StoreF32(df,
+             Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, ml + c),
+                hn::LoadU(df, k1 + c), hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c)),
+             dx + c);
+  }
+  if (c < cols) {
+    const size_t r = cols - c;
+    StoreF32N(df,
+              Dx(LoadF32N(df, dy + c, r), LoadF32N(df, x + c, r), LoadF32N(df, mh + c, r), LoadF32N(df, ml + c, r),
+                 LoadF32N(df, k1 + c, r), LoadF32N(df, k2 + c, r), LoadF32N(df, k3 + c, r)),
+              dx + c, r);
+  }
+}
+
+template <typename T>
+void GroupNCHW(const Args& a, const Shared& s, int64_t q) {
+  const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups, c0 = g * cpg;
+  const size_t hw = static_cast<size_t>(a.hw);
+  const int64_t off = (n * a.c + c0) * a.hw;
+  const T* dy = static_cast<const T*>(a.dy) + off;
+  const T* x = static_cast<const T*>(a.x) + off;
+  const double mean = s.mean[q];
+  auto vf = [mean](auto d, auto vdy, auto vx, auto* s0, auto* s1) HWY_ATTR {
+    *s0 = vdy;
+    *s1 = hn::Mul(vdy, hn::Sub(vx, hn::Set(d, mean)));
+  };
+  auto sf = [mean](double vdy, double vx, double* s0, double* s1) {
+    *s0 = vdy;
+    *s1 = vdy * (vx - mean);
+  };
+  double* bs = s.b_sum + n * a.c + c0;
+  double* ds = s.d_sum + n * a.c + c0;
+  for (int64_t c = 0; c < cpg; ++c) {
+    double out[2];
+    CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out);
+    bs[c] = out[0];
+    ds[c] = out[1];
+  }
+  if (a.dx == nullptr) return;
+  double sa, sb;
+  GroupSums(s.gamma + c0, bs, ds, cpg, &sa, &sb);
+  const GroupConsts k = Consts(mean, s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw));
+  T* dx = static_cast<T*>(a.dx) + off;
+  for (int64_t c = 0; c < cpg; ++c) {
+    DxRow(dy + c * hw, x + c * hw, dx + c * hw, hw, k, static_cast<float>(k.rstd * s.gamma[c0 + c]));
+  }
+}
+
+template <typename T>
+void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigned char* scratch) {
+  const int64_t cpg = a.cpg(), chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
+  const int64_t n = u / chunks, g0 = (u % chunks) * p.chunk_groups;
+  const int64_t g1 = std::min(a.groups, g0 + p.chunk_groups);
+  const size_t cols = static_cast<size_t>((g1 - g0) * cpg), stride = static_cast<size_t>(a.c);
+  const size_t rows = static_cast<size_t>(a.hw), cmax = static_cast<size_t>(p.chunk_groups * cpg);
+  const int64_t c0 = g0 * cpg, off = n * a.hw * a.c + c0;
+  const T* dy = static_cast<const T*>(a.dy) + off;
+  const T* x = static_cast<const T*>(a.x) + off;
+  double* acc = reinterpret_cast<double*>(scratch);
+  double* cmean = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
+  float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(cmean) + (cmax * 8 + 63) / 64 * 64);
+  float *ml = mh + cmax, *k1 = ml + cmax, *k2 = k1 + cmax, *k3 = k2 + cmax;
+  for (int64_t g = g0; g < g1; ++g) {
+    for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = s.mean[n * a.groups + g];
+  }
+  auto vf = [cmean](auto d, auto vdy, auto vx, size_t c, auto* s0, auto* s1) HWY_ATTR {
+    *s0 = vdy;
+    *s1 = hn::Mul(vdy, hn::Sub(vx, hn::LoadU(d, cmean + c)));
+  };
+  auto sf = [cmean](double vdy, double vx, size_t c, double* s0, double* s1) {
+    *s0 = vdy;
+    *s1 = vdy * (vx - cmean[c]);
+  };
+  double* bs = s.b_sum + n * a.c + c0;
+  double* ds = s.d_sum + n * a.c + c0;
+  CanonColumnSums<2>(dy, x, stride, rows, cols, vf, sf, acc, bs, ds);
+  if (a.dx == nullptr) return;
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t k = (g - g0) * cpg, q = n * a.groups + g;
+    double sa, sb;
+    GroupSums(s.gamma + g * cpg, bs + k, ds + k, cpg, &sa, &sb);
+    const GroupConsts gc = Consts(s.mean[q], s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw));
+    for (int64_t c = 0; c < cpg; ++c) {
+      mh[k + c] = gc.mean_hi;
+      ml[k + c] = gc.mean_lo;
+      k1[k + c] = static_cast<float>(gc.rstd * s.gamma[g * cpg + c]);
+      k2[k + c] = gc.k2;
+      k3[k + c] = gc.k3;
+    }
+  }
+  T* dx = static_cast<T*>(a.dx) + off;
+  for (size_t r = 0; r < rows; ++r) {
+    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, ml, k1, k2, k3);
+  }
+}
+
+double Get(const TensorView& v, int64_t i) {
+  return load_as_double(v.data(), v.dtype(), static_cast<size_t>(detail::element_offset(v, i)));
+}
+void Put(const TensorView& v, int64_t i, double value) {
+  store_from_double(v.data(), v.dtype(), static_cast<size_t>(detail::element_offset(v, i)), value);
+}
+
+template <typename T>
+void RunT(const Plan& p, const Args& a, unsigned char* ws) {
+  const uint64_t C = static_cast<uint64_t>(a.c), NG = static_cast<uint64_t>(a.n * a.groups);
+  double* gamma = reinterpret_cast<double*>(ws);
+  double* mean = reinterpret_cast<double*>(ws + (C * 8 + 63) / 64 * 64);
+  double* rstd = mean + NG;
+  double* b_sum = reinterpret_cast<double*>(reinterpret_cast<unsigned char*>(mean) + (2 * NG * 8 + 63) / 64 * 64);
+  double* d_sum = b_sum + static_cast<uint64_t>(a.n) * C;
+  unsigned char* scratch0 =
+      reinterpret_cast<unsigned char*>(b_sum) + (2 * static_cast<uint64_t>(a.n) * C * 8 + 63) / 64 * 64;
+  for (int64_t c = 0; c < a.c; ++c) gamma[c] = a.gamma.is_none() ? 1.0 : Get(a.gamma, c);
+  for (uint64_t q = 0; q < NG; ++q) {
+    mean[q] = Get(a.mean, static_cast<int64_t>(q));
+    rstd[q] = Get(a.rstd, static_cast<int64_t>(q));
+  }
+  const Shared s{gamma, mean, rstd, b_sum, d_sum};
+  const int64_t cpg = a.cpg();
+  detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
+    unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
+    const auto [u0, u1] = detail::split_range(p.units, nt, tid);
+    for (int64_t u = u0; u < u1; ++u) {
+      if (a.layout == Layout::kNCHW) {
+        GroupNCHW<T>(a, s, u);
+      } else {
+        ChunkNHWC<T>(a, p, s, u, scratch);
+      }
+    }
+    if (a.dgamma.is_none() && a.dbeta.is_none()) return;
+    detail::barrier();  // every (n, c) sum is in place
+    const auto [c0, c1] = detail::split_range(a.c, nt, tid);
+    for (int64_t c = c0; c < c1; ++c) {
+      double dg = 0, db = 0;
+      for (int64_t n = 0; n < a.n; ++n) {
+        dg += rstd[n * a.groups + c / cpg] * d_sum[n * a.c + c];
+        db += b_sum[n * a.c + c];
+      }
+      if (!a.dgamma.is_none()) Put(a.dgamma, c, dg);
+      if (!a.dbeta.is_none()) Put(a.dbeta, c, db);
+    }
+  });
+}
+
+}  // namespace gn_bwd_kernel
+
+void GroupNormBackwardRun(const gn_bwd::Plan& p, const gn_bwd::Args& a, unsigned char* ws) {
+  switch (a.dtype) {
+    case DType::kFloat32:
+      return gn_bwd_kernel::RunT<float>(p, a, ws);
+    case DType::kFloat16:
+      return gn_bwd_kernel::RunT<hwy::float16_t>(p, a, ws);
+    case DType::kBFloat16:
+      return gn_bwd_kernel::RunT<hwy::bfloat16_t>(p, a, ws);
+  }
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nnops {
+namespace gn_bwd {
+HWY_EXPORT(GroupNormBackwardRun);
+
+void run(const Plan& p, const Args& a, void* workspace) {
+  detail::init_dispatch();
+  HWY_DYNAMIC_DISPATCH(GroupNormBackwardRun)(p, a, static_cast<unsigned char*>(workspace));
+}
+}  // namespace gn_bwd
+}  // namespace nnops
+#endif  // HWY_ONCE
