@@ -11,7 +11,7 @@ thread count:
   (d2 channels per group, e.g. [256, 32, 8, 32, 32] -> 256 channels, 32 groups, 32x32 pixels) and
   C = G for rank-3 shapes; groups have the same M elements either way.
 - InplaceApplyPowerSign vs TensorFlow's tf.raw_ops.ResourceApplyPowerSign (in a tf.function), and vs
-  the SPEC section 2 formula written as PyTorch eager ops (PyTorch has no PowerSign).
+  the formula of docs/semantics.md written as PyTorch eager ops (PyTorch has no PowerSign).
 
 Each framework runs in a fresh subprocess per thread count (TensorFlow fixes its thread pools when it
 initialises), with 2 warm-up calls and the median of --reps timed calls, as `nnops bench` does. PyTorch

@@ -1,4 +1,4 @@
-// Result of comparing an operator's output with its float64 reference under the SPEC.md bound.
+// Result of comparing an operator's output with its float64 reference under its bound (docs/semantics.md).
 #pragma once
 
 #include <cstdint>

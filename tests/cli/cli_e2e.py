@@ -4,7 +4,7 @@
 Usage: cli_e2e.py --nnops PATH [--part run|errors|atomic|check] [unittest args]
 
 Inputs are written by the independent writer in npyutil.py; outputs are compared with float64 references
-written here in Python under the SPEC.md 4 bounds. Every error case checks the exit status, that stderr is
+written here in Python under the bounds of docs/semantics.md. Every error case checks the exit status, that stderr is
 exactly one line with the expected message, and that the directory (names and bytes) is unchanged.
 """
 

@@ -3,8 +3,8 @@
 - A .npy writer and reader written from the format description, independent of nnops' C++ code (the
   reader parses the header with ast.literal_eval, as NumPy does).
 - Rounding of a float64 to float32 / float16 / bfloat16 with round-to-nearest-even (one rounding), and
-  the unit in the last place, as SPEC.md defines them.
-- The float64 references of both operators and the SPEC.md 4 bounds.
+  the unit in the last place, as docs/semantics.md defines them.
+- The float64 references of both operators and their bounds (docs/semantics.md).
 """
 
 import ast
@@ -36,7 +36,7 @@ def round_to(x, dtype):
 
 
 def ulp(v, dtype):
-    """Spacing of dtype values at v's binade (SPEC: the unit in the last place); subnormal spacing at 0."""
+    """Spacing of dtype values at v's binade (the unit in the last place); subnormal spacing at 0."""
     p, emin, _ = _PARAMS[dtype]
     if v != v or math.isinf(v):
         return math.inf
@@ -148,7 +148,7 @@ def read_npy(path):
 
 
 def gn_grad_reference(x, dy, gamma, mean, rstd, shape):
-    """(ref, scale) lists for dx, SPEC.md 1 and 4, in float64."""
+    """(ref, scale) lists for dx (docs/semantics.md), in float64."""
     groups = shape[0] * shape[1]
     m = numel(shape[2:])
     ref, scale = [0.0] * len(x), [0.0] * len(x)
@@ -181,7 +181,7 @@ def _sign(v):
 
 
 def power_sign_reference(var, m, grad, lr, logbase, sign_decay, beta):
-    """Unrounded float64 (var_new, m_new) lists, SPEC.md 2."""
+    """Unrounded float64 (var_new, m_new) lists (docs/semantics.md)."""
     coef = {k: lr * math.exp(logbase * sign_decay * k) for k in (-1, 0, 1)}
     var_new, m_new = [], []
     for v, mm, g in zip(var, m, grad):

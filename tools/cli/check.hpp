@@ -1,4 +1,4 @@
-// `nnops check <operator>`: random inputs, the operator against its float64 reference (SPEC.md 4).
+// `nnops check <operator>`: random inputs, the operator against its float64 reference (docs/semantics.md).
 #pragma once
 
 #include <vector>

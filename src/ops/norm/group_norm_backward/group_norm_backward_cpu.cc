@@ -2,7 +2,7 @@
 //
 // Per group (n, g), pass 1 forms the per-channel canonical sums (src/core/canonical_sum-inl.h)
 //   B[n, c] = sum dy,   D[n, c] = sum dy * (x - mean)        (float64; Sub then Mul, never fused)
-// from which, channels in order, a = sum_c gamma_c * B and b' = sum_c gamma_c * D (so that SPEC's
+// from which, channels in order, a = sum_c gamma_c * B and b' = sum_c gamma_c * D (so that the formula's
 // b = sum dy*gamma*xhat = rstd * b'). Pass 2 writes, in float32,
 //   dx = k1_c * dy - k2 - k3 * ((x - mean_hi) - mean_lo),
 //   k1_c = rstd * gamma_c,  k2 = rstd * a / M,  k3 = rstd^3 * b' / M,
