@@ -19,7 +19,7 @@
 //            nibble the field, bits 4-6 an index, bit 7 set: a one-byte signed value follows, else 8 bytes
 //            little-endian), value. Fields: 0 view dim[i], 1 stride[i], 2 storage dim[i], 3 offset,
 //            4 view rank (v % 10), 5 storage rank (v % 10), 6 dtype (raw), 7 format (raw), 8 placement
-//            (v & 3: 0 null, 1 D + (v >> 8) bytes, 2 H + (v >> 8) bytes, both rounded down to a multiple
+//            (v & 3: 0 null data, or with v & 8 no tensor at all (a null aclTensor*), 1 D + (v >> 8) bytes, 2 H + (v >> 8) bytes, both rounded down to a multiple
 //            of 4 unless v & 4; 3 alias tensor (v >> 8 & 0xff) plus a byte delta (v >> 16 & 0xff) - 128), 9 the 8 bytes
 //            of v written at the tensor's data (scalar values), 10 make the tensor dense again (strides and storage
 //            from its view dims), 11 copy the view dims, strides and storage dims of tensor v; the scalar
@@ -103,6 +103,7 @@ struct Desc {
   int dtype = ACL_FLOAT;
   int format = ACL_FORMAT_ND;
   unsigned char* data = nullptr;
+  bool absent = false;  // pass a null aclTensor* (an optional argument left out)
 
   void make_dense() {
     strides.assign(view.size(), 1);
@@ -248,6 +249,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         switch (v & 3) {
           case 0:
             d.data = nullptr;
+            d.absent = (v & 8) != 0;
             break;
           case 1:
             d.data = e.dev + ((v >> 8) % kDevBytes & ((v & 4) ? ~size_t{0} : ~size_t{3}));
@@ -316,6 +318,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<aclTensor*> at_(nt, nullptr);
   for (int i = 0; i < nt; ++i) {
     const Desc& d = t[i];
+    if (d.absent) continue;
     at_[i] = aclCreateTensor(d.view.data(), d.view.size(), static_cast<aclDataType>(d.dtype), d.strides.data(),
                              d.offset, static_cast<aclFormat>(d.format), d.storage.data(), d.storage.size(), d.data);
     require(at_[i] != nullptr);  // every count is <= 9 and every array is present
@@ -372,7 +375,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
     }
   }
-  for (aclTensor* a : at_) require(aclDestroyTensor(a) == ACLNN_SUCCESS);
+  for (aclTensor* a : at_) {
+    if (a != nullptr) require(aclDestroyTensor(a) == ACLNN_SUCCESS);
+  }
   aclGetRecentErrMsg();  // clear this thread's messages
   return 0;
 }

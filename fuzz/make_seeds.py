@@ -84,7 +84,7 @@ def alias(tensor, other, delta=0):
 
 
 # Operators by their index in src/ops/op_list.inc.
-GNG, PS = 0, 1
+GNG, PS, GN, GNB = 0, 1, 2, 3
 F32, F16, BF16 = 0, 1, 2
 AUX_F32, STREAM, LOCK, LAUNCH_TWICE = 64, 1, 2, 16
 
@@ -116,6 +116,18 @@ acl = {
     # var [4, 8] with rows 16 elements apart, placed away from the other tensors.
     "ps_strided_var": main(PS, 0, F32, [4, 8], 0) + rec(0, 1, 16, 0) + rec(0, 2, 64, 0) + rec(0, 8, 1 | (100000 << 8)),
     "ps_bad_dtype": main(PS, 0, 3 + 11, [4], 0),
+    # GroupNorm [2, 8, 3, 5] (4 groups), float32; channels-last x and out; a bad group argument; bfloat16.
+    "gn_fwd_f32": main(GN, 0, F32, [2, 8, 3, 5], 2),
+    "gn_fwd_channels_last": main(GN, STREAM, F16, [2, 8, 3, 5], 2) + rec(0, 1, 1, 1) + rec(0, 1, 40, 2) +
+                            rec(0, 1, 8, 3) + rec(0, 1, 120, 0) + rec(3, 11, 0),
+    "gn_fwd_bad_group": main(GN, 0, F32, [2, 8, 3], 2) + rec(0, 12, 3, 3),
+    "gn_fwd_bf16_f32_gamma": main(GN, AUX_F32, BF16, [1, 4, 7], 2),
+    "gn_fwd_no_gamma_beta": main(GN, 0, BF16, [1, 4, 7], 2) + rec(1, 8, 8) + rec(2, 8, 8),
+    # GroupNormBackward: all outputs, in place over dy, only dgamma (others null), a bad mask length.
+    "gnb_all": main(GNB, LAUNCH_TWICE, F32, [2, 8, 3, 5], 2),
+    "gnb_in_place": main(GNB, 0, F16, [2, 8, 9], 2) + alias(5, 0),
+    "gnb_dgamma_only": main(GNB, 0, F32, [2, 4, 6], 2) + rec(0, 15, 0x2 << 8 | 3) + rec(5, 8, 8) + rec(7, 8, 8),
+    "gnb_bad_mask": main(GNB, 0, F32, [2, 4, 6], 2) + rec(0, 15, 2),
 }
 for name, data in acl.items():
     write("fuzz_aclnn", name, data)

@@ -48,6 +48,18 @@ HWY_INLINE double ToDouble(const hwy::bfloat16_t* p) {
   return bf16_bits_to_float(b);
 }
 
+// One float rounded to the storage type (round to nearest even; the same bits as StoreF32's vector rounding,
+// which simd_convert_test checks): for the scalar tails of elementwise passes.
+HWY_INLINE void FromFloat(float v, float* p) { *p = v; }
+HWY_INLINE void FromFloat(float v, hwy::float16_t* p) {
+  const uint16_t b = float_to_half_bits(v);
+  std::memcpy(p, &b, 2);
+}
+HWY_INLINE void FromFloat(float v, hwy::bfloat16_t* p) {
+  const uint16_t b = float_to_bf16_bits(v);
+  std::memcpy(p, &b, 2);
+}
+
 // The fixed combination of the 16 lane sums: pairwise, lane 0 leftmost.
 HWY_INLINE double CanonCombine(const double* l) {
   const double a = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));

@@ -1,5 +1,6 @@
 // The operator list as data: one descriptor per line of src/ops/op_list.inc, and the helpers every
 // descriptor shares.
+#include <cmath>
 #include <new>
 #include <string>
 
@@ -67,9 +68,11 @@ int OpDesc::tensor_index(const char* n) const {
 Attrs OpDesc::default_attrs() const {
   Attrs a(attrs.size());
   for (std::size_t i = 0; i < attrs.size(); ++i) {
-    a[i].i = static_cast<int64_t>(attrs[i].def);
+    // A NaN default means "none" (the CLI then requires the option): 0 for integers and flags.
+    const bool none = std::isnan(attrs[i].def);
+    a[i].i = none ? 0 : static_cast<int64_t>(attrs[i].def);
     a[i].f = attrs[i].def;
-    a[i].b = attrs[i].def != 0;
+    a[i].b = !none && attrs[i].def != 0;
     if (attrs[i].kind == AttrKind::kMask) a[i].mask.assign(optional_outputs().size(), true);
   }
   return a;

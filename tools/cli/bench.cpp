@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
+#include "src/core/layout.hpp"
 #include "src/ops/op_desc.hpp"
 #include "src/ops/problem_util.hpp"
 #include "tools/cli/bench_probe.hpp"
@@ -81,7 +82,27 @@ Result bench_case(const ops::OpDesc& d, DType t, const ops::BenchCase& c, int th
   spec.shape = c.shape;
   spec.attrs = c.attrs;
   ops::Problem p = d.make_problem(spec);
-  const std::vector<TensorView> v = p.views();
+  std::vector<TensorView> v = p.views();
+  // A channels-last case: every tensor of rank >= 3 moved to [N, d2, ..., C] memory (same bytes, strided view).
+  std::vector<HostBuffer> relaid(p.t.size());
+  if (c.layout == "channels_last") {
+    for (std::size_t i = 0; i < p.t.size(); ++i) {
+      const std::vector<int64_t>& sh = p.t[i].shape();
+      if (!p.present[i] || sh.size() < 3) continue;
+      const int r = static_cast<int>(sh.size());
+      std::vector<int64_t> st(r);
+      int64_t acc = sh[1];
+      st[1] = 1;
+      for (int k = r - 1; k >= 2; --k) {
+        st[k] = acc;
+        acc *= sh[k];
+      }
+      st[0] = acc;
+      relaid[i] = HostBuffer(p.t[i].dtype(), sh);
+      v[i] = TensorView::strided(relaid[i].data(), p.t[i].dtype(), sh.data(), st.data(), r);
+      detail::scatter_dense(p.t[i].data(), v[i]);
+    }
+  }
   const Context ctx{threads};
   Status st;
   auto op = [&] { st = ops::run_prepared(d.name, d.prepare, v.data(), p.attrs, ctx); };

@@ -90,12 +90,11 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
                        hn::LoadU(df, b + c)),
              out + c);
   }
-  if (c < cols) {
-    const size_t r = cols - c;
-    StoreF32N(df,
-              Normalize(df, LoadF32N(df, x + c, r), LoadF32N(df, mh + c, r), LoadF32N(df, ml + c, r),
-                        LoadF32N(df, a + c, r), LoadF32N(df, b + c, r)),
-              out + c, r);
+  // The last columns one by one, with the same float32 operations (a tail buffer per array would cost more
+  // than the row's arithmetic on chunks of a few dozen channels).
+  for (; c < cols; ++c) {
+    const float d = (static_cast<float>(ToDouble(x + c)) - mh[c]) - ml[c];
+    FromFloat(d * a[c] + b[c], out + c);
   }
 }
 

@@ -51,21 +51,21 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
     for (int i : {gn_bwd::kRstd, gn_bwd::kGamma, gn_bwd::kDgamma, gn_bwd::kDbeta}) {
       if (v[i].is_none() || v[i].dtype() == v[gn_bwd::kMean].dtype()) continue;
       if (i >= gn_bwd::kDx && !mask[i - gn_bwd::kDx]) continue;
-      return detail::invalid_arg(kPhase1, std::string(kAclNames[i]) + " has dtype " + dtype_name(v[i].dtype()) +
+      return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has dtype " + dtype_name(v[i].dtype()) +
                                               "; expected " + dtype_name(v[gn_bwd::kMean].dtype()) +
                                               " (the dtype of mean)");
     }
     const int64_t want = N * C * HxW;  // N, C, HxW come from the caller: checked for overflow first
     int64_t nc = 0, nchw = 0;
     if (N < 0 || C < 0 || HxW < 0 || __builtin_mul_overflow(N, C, &nc) || __builtin_mul_overflow(nc, HxW, &nchw)) {
-      return detail::invalid_arg(kPhase1, "N * C * HxW overflows or a factor is negative");
+      return Status(StatusCode::kInvalidArgument, "N * C * HxW overflows or a factor is negative");
     }
     (void)want;
     for (int i : {gn_bwd::kDy, gn_bwd::kX, gn_bwd::kDx}) {
       TensorView& t = v[i];
       if (t.is_none() || (i == gn_bwd::kDx && !mask[0])) continue;
       if (t.numel() != nchw) {
-        return detail::invalid_arg(kPhase1, std::string(kAclNames[i]) + " has " + std::to_string(t.numel()) +
+        return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has " + std::to_string(t.numel()) +
                                                 " elements; expected N * C * HxW = " + std::to_string(nchw));
       }
       int64_t hw = 1;
@@ -73,7 +73,7 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
       const bool nc_dims = t.rank() >= 2 && t.dim(0) == N && t.dim(1) == C && hw == HxW;
       if (!nc_dims) {
         if (!t.is_contiguous()) {
-          return detail::invalid_arg(kPhase1, std::string(kAclNames[i]) + " has shape " + t.shape_string() +
+          return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has shape " + t.shape_string() +
                                                   ", not [N, C, ...] = [" + std::to_string(N) + ", " +
                                                   std::to_string(C) + ", ...], and is not contiguous");
         }

@@ -111,12 +111,10 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
                 hn::LoadU(df, k1 + c), hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c)),
              dx + c);
   }
-  if (c < cols) {
-    const size_t r = cols - c;
-    StoreF32N(df,
-              Dx(LoadF32N(df, dy + c, r), LoadF32N(df, x + c, r), LoadF32N(df, mh + c, r), LoadF32N(df, ml + c, r),
-                 LoadF32N(df, k1 + c, r), LoadF32N(df, k2 + c, r), LoadF32N(df, k3 + c, r)),
-              dx + c, r);
+  // The last columns one by one, with the same float32 operations (dx may be dy: read, then write).
+  for (; c < cols; ++c) {
+    const float d = (static_cast<float>(ToDouble(x + c)) - mh[c]) - ml[c];
+    FromFloat((k1[c] * static_cast<float>(ToDouble(dy + c)) - k2[c]) - k3[c] * d, dx + c);
   }
 }
 
