@@ -225,6 +225,53 @@ class RunTests(Case):
         self.assertIn("nothing to update", r.stdout)
         self.assertEqual(snapshot(self.dir), before)
 
+    def test_group_norm_and_backward_round_trip(self):
+        # Forward on .npy files, then the backward on the forward's outputs, both against float64 references
+        # in Python (bound: one ulp of T plus 8 * 2^-24 of the terms, docs/semantics.md).
+        shape, groups = [2, 6, 5], 3
+        for dtype in ("float32", "float16", "bfloat16"):
+            with self.subTest(dtype=dtype):
+                rng = random.Random(3)
+                n = nu.numel(shape)
+                x = rand_values(rng, n, -2, 3, dtype)
+                gamma = rand_values(rng, 6, -1.5, 1.5, "float32")
+                beta = rand_values(rng, 6, -0.5, 0.5, "float32")
+                dy = rand_values(rng, n, -1, 1, dtype)
+                nu.write_npy(self.path("x.npy"), x, dtype, shape)
+                nu.write_npy(self.path("dy.npy"), dy, dtype, shape)
+                nu.write_npy(self.path("g.npy"), gamma, "float32", [6])
+                nu.write_npy(self.path("b.npy"), beta, "float32", [6])
+                r = self.run_ok(["run", "group_norm", "--x", "x.npy", "--gamma", "g.npy", "--beta", "b.npy",
+                                 "--num-groups", str(groups), "--out", "out.npy", "--mean", "mean.npy",
+                                 "--rstd", "rstd.npy", "--float32-stats", "--force"])
+                self.assertIn("group_norm: wrote out.npy (%s [2, 6, 5]), mean.npy (float32 [2, 3]) and rstd.npy" %
+                              dtype, r.stdout)
+                out, scale, mean, rstd = nu.group_norm_reference(x, gamma, beta, shape, groups)
+                got_dt, got_shape, got, _ = nu.read_npy(self.path("out.npy"))
+                self.assertEqual((got_dt, got_shape), (dtype, tuple(shape)))
+                self.assertIsNone(nu.gn_grad_within_bound(got, out, scale, dtype))
+                got_mean = nu.read_npy(self.path("mean.npy"))[2]
+                for a, b in zip(got_mean, mean):
+                    self.assertLessEqual(abs(a - b), nu.ulp(b, "float32") + 1e-6)
+                mean32 = nu.read_npy(self.path("mean.npy"))[2]
+                rstd32 = nu.read_npy(self.path("rstd.npy"))[2]
+                # Only dgamma and dbeta: the outputs given are the ones computed.
+                r = self.run_ok(["run", "group_norm_backward", "--dy", "dy.npy", "--x", "x.npy", "--mean", "mean.npy",
+                                 "--rstd", "rstd.npy", "--gamma", "g.npy", "--num-groups", str(groups),
+                                 "--dgamma", "dg.npy", "--dbeta", "db.npy", "--force"])
+                self.assertFalse(os.path.exists(self.path("dx.npy")))
+                dx, dx_scale, dgamma, dbeta = nu.group_norm_backward_reference(dy, x, mean32, rstd32, gamma, shape,
+                                                                               groups)
+                for name, ref in (("dg.npy", dgamma), ("db.npy", dbeta)):
+                    got = nu.read_npy(self.path(name))[2]
+                    for a, b in zip(got, ref):
+                        self.assertLessEqual(abs(a - b), nu.ulp(b, "float32") + 8 * 2.0 ** -24 * (1 + abs(b)) * 32)
+                # dx written over dy (its declared alias).
+                self.run_ok(["run", "group_norm_backward", "--dy", "dy.npy", "--x", "x.npy", "--mean", "mean.npy",
+                             "--rstd", "rstd.npy", "--gamma", "g.npy", "--num-groups", str(groups), "--dx", "dy.npy",
+                             "--force"])
+                self.assertIsNone(nu.gn_grad_within_bound(nu.read_npy(self.path("dy.npy"))[2], dx, dx_scale, dtype))
+
     def test_formats_versions_big_endian_fortran(self):
         shape = [2, 3, 4, 5]
         self.make_gn("float32", shape)
@@ -374,6 +421,17 @@ class ErrorTests(Case):
         self.assert_error(self.GN_ARGS, 1,
                           r"^nnops: error: group_normalization_grad: dy has shape \[2, 2, 5\]; "
                           r"expected the shape of x \[2, 3, 4\]$")
+
+    def test_group_norm_errors(self):
+        nu.write_npy(self.path("x.npy"), [1.0] * 24, "float32", [2, 4, 3])
+        base = ["run", "group_norm", "--x", "x.npy", "--out", "o.npy", "--mean", "m.npy", "--rstd", "r.npy"]
+        self.assert_error(base, 2, r"^nnops: usage error: --num-groups is required")
+        self.assert_error(base + ["--num-groups", "3"], 1,
+                          r"^nnops: error: group_norm: num_groups is 3; expected a positive divisor of C = 4$")
+        self.assert_error(base + ["--num-groups", "2", "--eps", "0"], 1,
+                          r"^nnops: error: group_norm: eps is 0; expected a finite value > 0$")
+        self.assert_error(base[:-2] + ["--rstd", "x.npy", "--num-groups", "2", "--force"], 1,
+                          r"--rstd x\.npy is the same file as --x; an output may not replace an input")
 
     def test_stat_shape_mismatch(self):
         nu.write_npy(self.path("mean.npy"), [0.0] * 6, "float32", [3, 2])

@@ -198,3 +198,50 @@ def within_one_ulp(out, ref, dtype):
         if not (o == rr or abs(o - rr) <= ulp(rr, dtype)):
             return i
     return None
+
+
+def group_norm_reference(x, gamma, beta, shape, groups, eps=1e-5):
+    """(out, scale, mean, rstd) lists of GroupNorm in float64 (docs/semantics.md); x is [N, C, *] row-major."""
+    n, c = shape[0], shape[1]
+    hw = numel(shape[2:])
+    cpg = c // groups
+    m = cpg * hw
+    out, scale, means, rstds = [0.0] * len(x), [0.0] * len(x), [], []
+    for q in range(n * groups):
+        vals = x[q * m:(q + 1) * m]
+        mu = sum(vals) / m
+        var = sum((v - mu) ** 2 for v in vals) / m
+        rs = 1 / (var + eps) ** 0.5
+        means.append(mu)
+        rstds.append(rs)
+        for i in range(m):
+            ch = (q % groups) * cpg + i // hw
+            t = (vals[i] - mu) * rs * gamma[ch]
+            out[q * m + i] = t + beta[ch]
+            scale[q * m + i] = abs(t) + abs(beta[ch])
+    return out, scale, means, rstds
+
+
+def group_norm_backward_reference(dy, x, mean, rstd, gamma, shape, groups):
+    """(dx, dx_scale, dgamma, dbeta) lists of GroupNormBackward in float64 (docs/semantics.md)."""
+    n, c = shape[0], shape[1]
+    hw = numel(shape[2:])
+    cpg = c // groups
+    m = cpg * hw
+    dx, scale = [0.0] * len(x), [0.0] * len(x)
+    dgamma, dbeta = [0.0] * c, [0.0] * c
+    for q in range(n * groups):
+        a = b = 0.0
+        for i in range(m):
+            k, ch = q * m + i, (q % groups) * cpg + i // hw
+            xhat = (x[k] - mean[q]) * rstd[q]
+            a += dy[k] * gamma[ch]
+            b += dy[k] * gamma[ch] * xhat
+            dgamma[ch] += dy[k] * xhat
+            dbeta[ch] += dy[k]
+        for i in range(m):
+            k, ch = q * m + i, (q % groups) * cpg + i // hw
+            xhat = (x[k] - mean[q]) * rstd[q]
+            dx[k] = rstd[q] * (gamma[ch] * dy[k] - (a + xhat * b) / m)
+            scale[k] = rstd[q] * (abs(gamma[ch] * dy[k]) + abs(a) / m + abs(xhat * b) / m)
+    return dx, scale, dgamma, dbeta
