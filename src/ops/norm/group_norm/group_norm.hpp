@@ -8,9 +8,9 @@
 //   rstd  = 1 / sqrt(var + eps)
 //   out   = (x - mean) * rstd * gamma[c] + beta[c]
 //
-// Sums are accumulated in float64, the variance in two passes (sum of squared deviations from the float64
-// mean, never E[x^2] - E[x]^2), in an order that depends on the shape alone: results are bitwise identical
-// for every thread count, every SIMD target and for dense and strided layouts of the same values.
+// Sums are accumulated in float64, the variance shifted (sums of x - K and (x - K)^2, K an element of the group,
+// certified) or in two passes, never E[x^2] - E[x]^2, in an order that depends on the shape alone: results are
+// bitwise identical for every thread count, every SIMD target and for dense and strided layouts of the same values.
 #pragma once
 
 #include <cstdint>

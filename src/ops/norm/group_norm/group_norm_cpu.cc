@@ -1,8 +1,8 @@
 // GroupNorm CPU kernels: Highway, one source compiled for every target, picked at run time.
 //
-// Three passes over each group: the per-channel canonical sums of x (src/core/canonical_sum-inl.h), whose
-// sum over the group's channels in channel order gives the mean; the per-channel canonical sums of
-// (x - mean)^2 (two-pass variance: no cancellation when |mean| >> std), giving rstd; then
+// Two passes over each group: the per-channel canonical sums (src/core/canonical_sum-inl.h) of x - K and
+// (x - K)^2 for a shift K, whose sums over the group's channels in channel order give mean and variance (see
+// gn::one_pass_moments: certified, with a classical second pass over (x - mean)^2 where it is not); then
 // out = ((x - mean_hi) - mean_lo) * a_c + b_c in float32, with mean = mean_hi + mean_lo split into two floats,
 // a_c = rstd * gamma_c and b_c = beta_c rounded to float32. Everything is float64 up to the constants; no
 // fused multiply-add anywhere, so every target computes the same operations.
@@ -15,7 +15,7 @@
 // whole groups (row-major: one group per unit; channels-last: a chunk of whole groups of one sample).
 //
 // Channels-last chunks: a unit reads the columns of chunk_groups whole groups (a multiple of 16 channels when
-// the group size allows, so that rows are whole vectors) over all HxW rows, three times; the plan keeps that
+// the group size allows, so that rows are whole vectors) over all HxW rows, twice; the plan keeps that
 // footprint within a core's L2.
 
 #include <algorithm>
@@ -98,11 +98,11 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
   }
 }
 
-// Group statistics from per-channel sums, channels in order.
-double GroupMean(const double* s, int64_t cpg, double m) {
+// A group's sum from its channels' sums, channels in order.
+double GroupSum(const double* s, int64_t cpg) {
   double total = 0;
   for (int64_t c = 0; c < cpg; ++c) total += s[c];
-  return total / m;
+  return total;
 }
 
 void StoreStats(const Args& a, int64_t q, double mean, double rstd) {
@@ -110,13 +110,24 @@ void StoreStats(const Args& a, int64_t q, double mean, double rstd) {
   store_from_double(a.rstd.data(), a.rstd.dtype(), static_cast<size_t>(detail::element_offset(a.rstd, q)), rstd);
 }
 
-// Pass-1 and pass-2 terms: x, and (x - mean)^2 (Sub then Mul, never fused).
-struct Identity {
+// NB: both statistics in one pass, with a certified fallback: see gn::one_pass_moments (group_norm_plan.cpp)
+// for the error argument. K is the group's first element (channel c0, position 0: the same element in every
+// layout); the decision depends on the canonical sums only, so it is the same in every layout, on every target
+// and for every thread count.
+// The canonical sums of x - K and (x - K)^2 (Sub then Mul, never fused).
+struct ShiftedTerms {
+  double k;
   template <class D, class V>
-  HWY_INLINE void operator()(D, V x, V, V* s0, V*) const {
-    *s0 = x;
+  HWY_INLINE void operator()(D d, V x, V, V* s0, V* s1) const {
+    const V dv = hn::Sub(x, hn::Set(d, k));
+    *s0 = dv;
+    *s1 = hn::Mul(dv, dv);
   }
-  HWY_INLINE void operator()(double x, double, double* s0, double*) const { *s0 = x; }
+  HWY_INLINE void operator()(double x, double, double* s0, double* s1) const {
+    const double dv = x - k;
+    *s0 = dv;
+    *s1 = dv * dv;
+  }
 };
 
 template <typename T>
@@ -127,22 +138,33 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
   const int64_t c0 = g * cpg;
   const T* x = static_cast<const T*>(a.x) + (n * a.c + c0) * a.hw;
   T* out = static_cast<T*>(a.out) + (n * a.c + c0) * a.hw;
-  double* sums = scratch;
-  for (int64_t c = 0; c < cpg; ++c) CanonRowSums<1>(x + c * hw, x + c * hw, hw, Identity(), Identity(), &sums[c]);
-  const double mean = GroupMean(sums, cpg, m);
-  auto vsq = [mean](auto d, auto v, auto, auto* s0, auto*) HWY_ATTR {
-    const auto dv = hn::Sub(v, hn::Set(d, mean));
-    *s0 = hn::Mul(dv, dv);
-  };
-  auto ssq = [mean](double v, double, double* s0, double*) {
-    const double dv = v - mean;
-    *s0 = dv * dv;
-  };
-  for (int64_t c = 0; c < cpg; ++c) CanonRowSums<1>(x + c * hw, x + c * hw, hw, vsq, ssq, &sums[c]);
-  const double rstd = 1.0 / std::sqrt(GroupMean(sums, cpg, m) + a.eps);
-  StoreStats(a, q, mean, rstd);
+  double* s1 = scratch;
+  double* s2 = scratch + cpg;
+  const ShiftedTerms terms{ToDouble(x)};
   for (int64_t c = 0; c < cpg; ++c) {
-    NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mean, rstd, gamma[c0 + c], beta[c0 + c]));
+    double o[2];
+    CanonRowSums<2>(x + c * hw, x + c * hw, hw, terms, terms, o);
+    s1[c] = o[0];
+    s2[c] = o[1];
+  }
+  gn::Moments mo = gn::one_pass_moments(terms.k, GroupSum(s1, cpg), GroupSum(s2, cpg), m);
+  if (!mo.ok) {  // the second pass of the classical algorithm
+    const double mean = mo.mean;
+    auto vsq = [mean](auto d, auto v, auto, auto* s0, auto*) HWY_ATTR {
+      const auto dv = hn::Sub(v, hn::Set(d, mean));
+      *s0 = hn::Mul(dv, dv);
+    };
+    auto ssq = [mean](double v, double, double* s0, double*) {
+      const double dv = v - mean;
+      *s0 = dv * dv;
+    };
+    for (int64_t c = 0; c < cpg; ++c) CanonRowSums<1>(x + c * hw, x + c * hw, hw, vsq, ssq, &s2[c]);
+    mo.var = GroupSum(s2, cpg) / m;
+  }
+  const double rstd = 1.0 / std::sqrt(mo.var + a.eps);
+  StoreStats(a, q, mo.mean, rstd);
+  for (int64_t c = 0; c < cpg; ++c) {
+    NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mo.mean, rstd, gamma[c0 + c], beta[c0 + c]));
   }
 }
 
@@ -159,35 +181,62 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
   const int64_t c0 = g0 * cpg;
   const T* x = static_cast<const T*>(a.x) + n * a.hw * a.c + c0;
   T* out = static_cast<T*>(a.out) + n * a.hw * a.c + c0;
-  // Scratch: lane accumulators, then sums, per-column means, then the four float32 constant arrays.
+  // Scratch: lane accumulators; per column the two sums, the shift (then the mean) and rstd; the four float32
+  // constant arrays.
   double* acc = reinterpret_cast<double*>(scratch);
-  double* sums = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
-  double* cmean = sums + cmax;
-  double* crstd = cmean + cmax;
-  float* mh = reinterpret_cast<float*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64 + (3 * cmax * 8 + 63) / 64 * 64);
+  double* s1 = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
+  double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
+  float* mh =
+      reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(s1) + (4 * cmax * 8 + 63) / 64 * 64);
   float *ml = mh + cmax, *ca = ml + cmax, *cb = ca + cmax;
 
-  auto vid = [](auto, auto v, auto, size_t, auto* s0, auto*) HWY_ATTR { *s0 = v; };
-  auto sid = [](double v, double, size_t, double* s0, double*) { *s0 = v; };
-  CanonColumnSums<1>(x, x, stride, rows, cols, vid, sid, acc, sums, nullptr);
+  // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
   for (int64_t g = g0; g < g1; ++g) {
-    const double mean = GroupMean(sums + (g - g0) * cpg, cpg, m);
-    for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = mean;
+    const double k = ToDouble(x + (g - g0) * cpg);  // row 0, the group's first channel
+    for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = k;
   }
-  auto vsq = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto*) HWY_ATTR {
+  auto vsh = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto* s1v) HWY_ATTR {
     const auto dv = hn::Sub(v, hn::LoadU(d, cmean + c));
-    *s0 = hn::Mul(dv, dv);
+    *s0 = dv;
+    *s1v = hn::Mul(dv, dv);
   };
-  auto ssq = [cmean](double v, double, size_t c, double* s0, double*) {
+  auto ssh = [cmean](double v, double, size_t c, double* s0, double* s1v) {
     const double dv = v - cmean[c];
-    *s0 = dv * dv;
+    *s0 = dv;
+    *s1v = dv * dv;
   };
-  CanonColumnSums<1>(x, x, stride, rows, cols, vsq, ssq, acc, sums, nullptr);
+  CanonColumnSums<2>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2);
+  bool all_ok = true;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
-    const double mean = cmean[k];
-    const double rstd = 1.0 / std::sqrt(GroupMean(sums + k, cpg, m) + a.eps);
-    StoreStats(a, n * a.groups + g, mean, rstd);
+    const gn::Moments mo = gn::one_pass_moments(cmean[k], GroupSum(s1 + k, cpg), GroupSum(s2 + k, cpg), m);
+    all_ok = all_ok && mo.ok;
+    for (int64_t c = 0; c < cpg; ++c) {
+      cmean[k + c] = mo.mean;
+      crstd[k + c] = mo.ok ? mo.var : -1.0;  // the variance for now; -1: a second pass is needed
+    }
+  }
+  if (!all_ok) {  // the classical second pass, for the groups that need it (sums of the others are not used)
+    auto vsq = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto*) HWY_ATTR {
+      const auto dv = hn::Sub(v, hn::LoadU(d, cmean + c));
+      *s0 = hn::Mul(dv, dv);
+    };
+    auto ssq = [cmean](double v, double, size_t c, double* s0, double*) {
+      const double dv = v - cmean[c];
+      *s0 = dv * dv;
+    };
+    CanonColumnSums<1>(x, x, stride, rows, cols, vsq, ssq, acc, s2, nullptr);
+    for (int64_t g = g0; g < g1; ++g) {
+      const int64_t k = (g - g0) * cpg;
+      if (crstd[k] >= 0) continue;
+      const double var = GroupSum(s2 + k, cpg) / m;
+      for (int64_t c = 0; c < cpg; ++c) crstd[k + c] = var;
+    }
+  }
+  for (int64_t g = g0; g < g1; ++g) {
+    const int64_t k = (g - g0) * cpg;
+    const double rstd = 1.0 / std::sqrt(crstd[k] + a.eps);
+    StoreStats(a, n * a.groups + g, cmean[k], rstd);
     for (int64_t c = 0; c < cpg; ++c) crstd[k + c] = rstd;
   }
   for (size_t c = 0; c < cols; ++c) {

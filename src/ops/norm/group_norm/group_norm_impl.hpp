@@ -59,6 +59,15 @@ Plan make_plan(const Args& a, const Context& ctx);
 /// 1 MiB (`arrays` tensors of cpg * hw elements per group) unless one group is larger.
 int64_t channels_last_chunk(int64_t cpg, int64_t hw, int64_t groups, DType dtype, int arrays);
 
+/// One group's mean and variance from the one-pass shifted sums S1 = sum (x - K), S2 = sum (x - K)^2 over its
+/// m elements (K: one of them). ok = false when the variance is not certified within 2^-30 of its value (then
+/// the kernel makes the classical second pass over (x - mean)^2); mean is right either way.
+struct Moments {
+  double mean = 0, var = 0;
+  bool ok = false;
+};
+Moments one_pass_moments(double k, double s1, double s2, double m);
+
 /// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.
 void run(const Plan& p, const Args& a, void* workspace);
 

@@ -24,6 +24,23 @@ int64_t channels_last_chunk(int64_t cpg, int64_t hw, int64_t groups, DType dtype
   return std::max<int64_t>(k, 1);
 }
 
+// NB: the one-pass variance. mean = K + S1/m and m*var = S2 - S1^2/m. S1 and S2 are canonical float64 sums of m
+// terms (each lane adds m/16 of them, then a tree of depth 4): their rounding errors are at most
+// g = (m/16 + 4) * 2^-53 times S2 and times sum |x - K| <= sqrt(m S2), so m*var is off by at most about 3 g S2 =
+// 3 g F (m var), F = S2 / (m var) = 1 + (mean - K)^2 / var. The result is certified when 3 g F <= 2^-30, six bits
+// below the float32 rounding of rstd. Since K is an element of the group, F <= m + 1: groups up to ~2^12 elements
+// always pass, larger ones unless K lies far out (an outlier first element, say), and |mean| >> std costs nothing
+// (the shift removes it).
+Moments one_pass_moments(double k, double s1, double s2, double m) {
+  Moments r;
+  const double d = s1 / m, var_m = s2 - s1 * d;
+  r.mean = k + d;
+  r.var = var_m / m;
+  const double g = (m / 16 + 4) * 0x1p-53;
+  r.ok = s2 == 0 || (var_m > 0 && 3 * g * s2 <= 0x1p-30 * var_m);
+  return r;
+}
+
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
   const int64_t cpg = a.cpg();
@@ -39,9 +56,10 @@ Plan make_plan(const Args& a, const Context& ctx) {
   int threads = resolve_num_threads(ctx);
   if (a.numel() < kMinParallelElements) threads = 1;
   p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, p.units)));
-  // Per thread: 2 x 16 lane accumulators per column, the per-column sums, means and four float32 constants.
+  // Per thread: 2 x 16 lane accumulators per column, four per-column doubles (two sums, mean, rstd) and four
+  // float32 constants.
   const uint64_t c = static_cast<uint64_t>(cols);
-  p.scratch_bytes = round64(2 * 16 * c * 8) + round64(3 * c * 8) + round64(4 * c * 4);
+  p.scratch_bytes = round64(2 * 16 * c * 8) + round64(4 * c * 8) + round64(4 * c * 4);
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) + p.num_threads * p.scratch_bytes;
   return p;
 }

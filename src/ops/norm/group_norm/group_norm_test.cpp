@@ -119,6 +119,40 @@ ops::Problem run_channels_last(const ops::Problem& before, int threads) {
   return ::testing::AssertionSuccess();
 }
 
+TEST(GroupNorm, OnePassVarianceIsCertifiedOrRedone) {
+  // The certificate (gn::one_pass_moments): accepted for ordinary groups, refused when the shift K is far out in a
+  // large group, or when rounding leaves no positive variance; a constant group is exact.
+  auto moments = [](const std::vector<double>& x) {
+    double s1 = 0, s2 = 0;
+    for (double v : x) {
+      s1 += v - x[0];
+      s2 += (v - x[0]) * (v - x[0]);
+    }
+    return gn::one_pass_moments(x[0], s1, s2, static_cast<double>(x.size()));
+  };
+  std::mt19937_64 rng(20);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<double> ordinary(1 << 16), outlier(1 << 16);
+  for (double& v : ordinary) v = 1e4 + nd(rng);  // |mean| >> std: the shift removes it
+  EXPECT_TRUE(moments(ordinary).ok);
+  outlier = ordinary;
+  outlier[0] = -1e6;  // the shift 256 standard deviations (of the group, outlier included) away
+  EXPECT_FALSE(moments(outlier).ok);
+  EXPECT_TRUE(moments(std::vector<double>(100, 3.5)).ok);
+  EXPECT_EQ(moments(std::vector<double>(100, 3.5)).var, 0.0);
+  EXPECT_FALSE(gn::one_pass_moments(0, 1.0, 0.5, 2.0).ok);  // M var = 0.5 - 0.5 = 0: refused
+  // End to end: such a group gets the classical second pass and matches the reference.
+  ops::Problem p = problem(DType::kFloat32, {1, 4, 1 << 14}, 1, 21, false);
+  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, outlier[i]);
+  const ops::Problem before = p.clone();
+  expect_matches_reference(before);
+  EXPECT_TRUE(same_outputs(run_channels_last(before, 2), [&] {
+    ops::Problem q = before.clone();
+    EXPECT_TRUE(call(q));
+    return q;
+  }()));
+}
+
 TEST(GroupNorm, ChannelsLastTargetsAndThreadsGiveTheSameBitsWhereOrderMatters) {
   for (DType t : kDTypes) {
     // SD-like [2, 320, 8, 8] with 32 groups (10 channels each), and odd sizes: 7 channels per group, HxW = 37.
