@@ -3,8 +3,7 @@
 // Two passes over each group: the per-channel canonical sums (src/core/canonical_sum-inl.h) of x - K and
 // (x - K)^2 for a shift K, whose sums over the group's channels in channel order give mean and variance (see
 // gn::one_pass_moments: certified, with a classical second pass over (x - mean)^2 where it is not); then
-// out = ((x - mean_hi) - mean_lo) * a_c + b_c in float32, with mean = mean_hi + mean_lo split into two floats,
-// a_c = rstd * gamma_c and b_c = beta_c rounded to float32. Everything is float64 up to the constants; no
+// out = (x - mean_hi) * a_c + b_c in float32 (see ChannelConsts). Everything is float64 up to the constants; no
 // fused multiply-add anywhere, so every target computes the same operations.
 //
 // NB: why the results are the same bits in every layout, on every target and for any thread count. The
@@ -31,6 +30,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/norm/group_norm/group_norm_cpu.cc"
+#include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/core/canonical_sum-inl.h"
@@ -45,57 +45,64 @@ using gn::Args;
 using gn::Layout;
 using gn::Plan;
 
-// The float32 constants of the output pass for one channel.
+// The float32 constants of the output pass for one channel: out = (x - mean_hi) * a + b, with mean_hi the
+// float32 rounding of the float64 mean, a = rstd * gamma rounded to float32, and b = beta - (mean - mean_hi) * a
+// (in float64, then rounded): the same as (x - mean) * a + beta with the mean's low part folded into the shift.
+// x - mean_hi is exact near the mean (Sterbenz), so |mean| >> std costs no accuracy.
 struct ChannelConsts {
-  float mean_hi, mean_lo, a, b;
+  float mean_hi, a, b;
 };
 
 ChannelConsts Consts(double mean, double rstd, double gamma, double beta) {
   ChannelConsts k;
   k.mean_hi = static_cast<float>(mean);
-  k.mean_lo = static_cast<float>(mean - static_cast<double>(k.mean_hi));
   k.a = static_cast<float>(rstd * gamma);
-  k.b = static_cast<float>(beta);
+  k.b = static_cast<float>(beta - (mean - static_cast<double>(k.mean_hi)) * static_cast<double>(k.a));
   return k;
 }
 
-// out = ((x - mean_hi) - mean_lo) * a + b: the same operations in every form below.
+// out = (x - mean_hi) * a + b: the same operations in every form below.
 template <class DF>
-HWY_INLINE hn::Vec<DF> Normalize(DF /*df*/, hn::Vec<DF> v, hn::Vec<DF> mh, hn::Vec<DF> ml, hn::Vec<DF> a,
-                                 hn::Vec<DF> b) {
-  return hn::Add(hn::Mul(hn::Sub(hn::Sub(v, mh), ml), a), b);
+HWY_INLINE hn::Vec<DF> Normalize(DF /*df*/, hn::Vec<DF> v, hn::Vec<DF> mh, hn::Vec<DF> a, hn::Vec<DF> b) {
+  return hn::Add(hn::Mul(hn::Sub(v, mh), a), b);
 }
 
-// One contiguous row (a channel of the row-major layout) with the channel's constants.
+// One contiguous row (a channel of the row-major layout) with the channel's constants. `stream`: non-temporal
+// stores (outputs far beyond the last-level cache), after a peel to their alignment.
 template <typename T>
-void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const ChannelConsts& k) {
+void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const ChannelConsts& k, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
-  const auto mh = hn::Set(df, k.mean_hi), ml = hn::Set(df, k.mean_lo), a = hn::Set(df, k.a), b = hn::Set(df, k.b);
+  const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b);
+  auto partial = [&](size_t i, size_t r) HWY_ATTR {
+    StoreF32N(df, Normalize(df, LoadF32N(df, x + i, r), mh, a, b), out + i, r);
+  };
   size_t i = 0;
-  for (; i + N <= n; i += N) StoreF32(df, Normalize(df, LoadF32(df, x + i), mh, ml, a, b), out + i);
-  if (i < n) StoreF32N(df, Normalize(df, LoadF32N(df, x + i, n - i), mh, ml, a, b), out + i, n - i);
+  if (stream) {
+    const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
+    const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+    for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
+    for (; i + N <= n; i += N) StreamF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b), out + i);
+  } else {
+    for (; i + N <= n; i += N) StoreF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b), out + i);
+  }
+  if (i < n) partial(i, n - i);
 }
 
-// One row of a channels-last chunk: `cols` channels, each with its constants in the four arrays.
+// One row of a channels-last chunk: `cols` channels, each with its constants in the three arrays.
 template <typename T>
-void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* ml,
-                      const float* a, const float* b) {
+void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* a,
+                      const float* b) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   size_t c = 0;
   for (; c + N <= cols; c += N) {
-    StoreF32(df,
-             Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, ml + c), hn::LoadU(df, a + c),
-                       hn::LoadU(df, b + c)),
+    StoreF32(df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c)),
              out + c);
   }
   // The last columns one by one, with the same float32 operations (a tail buffer per array would cost more
   // than the row's arithmetic on chunks of a few dozen channels).
-  for (; c < cols; ++c) {
-    const float d = (static_cast<float>(ToDouble(x + c)) - mh[c]) - ml[c];
-    FromFloat(d * a[c] + b[c], out + c);
-  }
+  for (; c < cols; ++c) FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c);
 }
 
 // A group's sum from its channels' sums, channels in order.
@@ -131,7 +138,7 @@ struct ShiftedTerms {
 };
 
 template <typename T>
-void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* scratch) {
+void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* scratch, bool stream) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups;
   const size_t hw = static_cast<size_t>(a.hw);
   const double m = static_cast<double>(cpg * a.hw);
@@ -164,7 +171,7 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
   const double rstd = 1.0 / std::sqrt(mo.var + a.eps);
   StoreStats(a, q, mo.mean, rstd);
   for (int64_t c = 0; c < cpg; ++c) {
-    NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mo.mean, rstd, gamma[c0 + c], beta[c0 + c]));
+    NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mo.mean, rstd, gamma[c0 + c], beta[c0 + c]), stream);
   }
 }
 
@@ -188,7 +195,7 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
   float* mh =
       reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(s1) + (4 * cmax * 8 + 63) / 64 * 64);
-  float *ml = mh + cmax, *ca = ml + cmax, *cb = ca + cmax;
+  float *ca = mh + cmax, *cb = ca + cmax;
 
   // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
   for (int64_t g = g0; g < g1; ++g) {
@@ -242,11 +249,10 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
   for (size_t c = 0; c < cols; ++c) {
     const ChannelConsts k = Consts(cmean[c], crstd[c], gamma[c0 + c], beta[c0 + c]);
     mh[c] = k.mean_hi;
-    ml[c] = k.mean_lo;
     ca[c] = k.a;
     cb[c] = k.b;
   }
-  for (size_t r = 0; r < rows; ++r) NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ml, ca, cb);
+  for (size_t r = 0; r < rows; ++r) NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ca, cb);
 }
 
 template <typename T>
@@ -267,11 +273,12 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     for (int64_t u = u0; u < u1; ++u) {
       if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, u, gamma, beta, reinterpret_cast<double*>(scratch));
+        GroupNCHW<T>(a, u, gamma, beta, reinterpret_cast<double*>(scratch), p.stream_output);
       } else {
         ChunkNHWC<T>(a, p, u, gamma, beta, scratch);
       }
     }
+    if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
   });
 }
 

@@ -50,7 +50,13 @@ struct Plan {
   /// Scratch per thread (bytes, 64-byte multiples): lane accumulators and per-channel constants.
   uint64_t scratch_bytes = 0;
   uint64_t workspace_bytes = 0;  ///< 2 * C doubles (gamma, beta) + num_threads * scratch_bytes
+  /// Row-major out written with non-temporal stores: far larger than the last-level cache, so caching it would
+  /// only cost a read-for-ownership per line and evict x.
+  bool stream_output = false;
 };
+
+/// Output size from which out is streamed (non-temporal), row-major layout only.
+inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
 
 Plan make_plan(const Args& a, const Context& ctx);
 
@@ -75,12 +81,13 @@ void run(const Plan& p, const Args& a, void* workspace);
 Status prepare(const TensorView* t, const ops::Attrs& a, const Context& ctx, ops::Prepared* out);
 
 /// Constant c of the bounds (docs/semantics.md): out within ulp_T(ref) + c * 2^-24 * (|xhat * gamma| + |beta|),
-/// mean within ulp(ref) + c * 2^-24 * mean(|x|), rstd within ulp(ref) + c * 2^-24 * rstd. The kernel forms
-/// d = (x - mean_hi) - mean_lo in float32 (mean split into two float32 parts: at most two roundings of d, as
-/// x - mean_hi is exact by Sterbenz's lemma when x is near the mean and otherwise |d| ~ |x|), multiplies by
-/// a = rstd * gamma rounded to float32 (one rounding) and adds beta (one rounding): at most 5 * u32 relative to
-/// the terms; mean and rstd are float64 (their float64 errors are far below u32). c = 8 leaves margin for the
-/// float32 rounding of beta and of the products near the subnormal range.
+/// mean within ulp(ref) + c * 2^-24 * mean(|x|), rstd within ulp(ref) + c * 2^-24 * rstd. The kernel computes
+/// out = (x - mean_hi) * a + b in float32 with mean_hi = float(mean), a = float(rstd * gamma) and
+/// b = float(beta - (mean - mean_hi) * a): x - mean_hi is exact by Sterbenz's lemma when x is near the mean (and
+/// otherwise rounds once relative to |x - mean_hi| ~ |x - mean|), a carries one rounding, the product and the
+/// sum one each, and b one relative to |beta| + u32 |mean - mean_hi| |a| (the folded low part, at most u32 of
+/// |xhat * gamma|'s scale): at most 4 * u32 relative to the terms; mean and rstd are float64 (their errors are
+/// far below u32). c = 8 leaves margin for products near the subnormal range.
 inline constexpr double kBoundC = 8.0;
 
 /// Compares after's out, mean and rstd with the float64 reference computed from before's inputs (two passes in

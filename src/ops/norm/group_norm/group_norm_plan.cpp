@@ -56,11 +56,13 @@ Plan make_plan(const Args& a, const Context& ctx) {
   int threads = resolve_num_threads(ctx);
   if (a.numel() < kMinParallelElements) threads = 1;
   p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, p.units)));
-  // Per thread: 2 x 16 lane accumulators per column, four per-column doubles (two sums, mean, rstd) and four
-  // float32 constants.
+  // Per thread: 2 x 16 lane accumulators per column, four per-column doubles (two sums, mean, rstd) and three
+  // float32 constants (room for four).
   const uint64_t c = static_cast<uint64_t>(cols);
   p.scratch_bytes = round64(2 * 16 * c * 8) + round64(4 * c * 8) + round64(4 * c * 4);
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) + p.num_threads * p.scratch_bytes;
+  p.stream_output = a.layout == Layout::kNCHW &&
+                    static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) >= kStreamOutputBytes;
   return p;
 }
 

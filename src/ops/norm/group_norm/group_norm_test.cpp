@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 #include <string>
@@ -235,6 +236,59 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
   EXPECT_EQ(p.chunk_groups, 8);
   a.n = 1, a.c = 4, a.hw = 4, a.groups = 2;  // tiny: one thread
   EXPECT_EQ(gn::make_plan(a, Context{8}).num_threads, 1);
+}
+
+// Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores on an output one element
+// past a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups.
+TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
+  for (DType t : kDTypes) {
+    const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
+    ops::Problem want = before.clone();
+    ASSERT_TRUE(call(want, 1));
+    const std::vector<TensorView> v = before.views();
+    for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
+      gn::Args a;
+      ASSERT_TRUE(gn::check(v.data(), before.attrs, &a));
+      a.layout = layout;
+      const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn::kX].shape());
+      const testing::StridedCopy xs(before.t[gn::kX], st);
+      if (layout == gn::Layout::kNHWC) a.x = xs.view().data();
+      for (int variant = 0; variant < 6; ++variant) {
+        for (int threads : {1, 2, 3}) {
+          SCOPED_TRACE(std::string(dtype_name(t)) + (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") +
+                       " variant " + std::to_string(variant) + " threads " + std::to_string(threads));
+          // Plans for 3 threads and 3-group chunks hold scratch for every variant below.
+          gn::Plan plan = gn::make_plan(a, Context{3});
+          plan.num_threads = threads;
+          if (layout == gn::Layout::kNCHW) {
+            plan.stream_output = variant % 2;
+          } else {
+            plan.chunk_groups = 1 + variant % 3;
+            plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+          }
+          const uint64_t cols = static_cast<uint64_t>(3 * a.cpg());
+          plan.scratch_bytes = (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 +
+                               (4 * cols * 4 + 63) / 64 * 64;
+          plan.workspace_bytes = (2 * static_cast<uint64_t>(a.c) * 8 + 63) / 64 * 64 + 3 * plan.scratch_bytes;
+          ops::Problem p = before.clone();
+          std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
+          unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+          a.out = out;
+          a.mean = p.t[gn::kMean].view();
+          a.rstd = p.t[gn::kRstd].view();
+          HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
+          gn::run(plan, a, ws.data());
+          if (layout == gn::Layout::kNCHW) {
+            std::memcpy(p.t[gn::kOut].data(), out, p.t[gn::kOut].bytes());
+          } else {
+            const TensorView ov = TensorView::strided(out, t, before.t[gn::kX].shape().data(), st.data(), 4);
+            detail::gather_dense(ov, p.t[gn::kOut].data());
+          }
+          EXPECT_TRUE(same_outputs(p, want));
+        }
+      }
+    }
+  }
 }
 
 TEST(GroupNorm, EmptyInputsWriteNothing) {

@@ -4,8 +4,8 @@
 //   B[n, c] = sum dy,   D[n, c] = sum dy * (x - mean)        (float64; Sub then Mul, never fused)
 // from which, channels in order, a = sum_c gamma_c * B and b' = sum_c gamma_c * D (so that the formula's
 // b = sum dy*gamma*xhat = rstd * b'). Pass 2 writes, in float32,
-//   dx = k1_c * dy - k2 - k3 * ((x - mean_hi) - mean_lo),
-//   k1_c = rstd * gamma_c,  k2 = rstd * a / M,  k3 = rstd^3 * b' / M,
+//   dx = k1_c * dy - k2 - k3 * (x - mean_hi),
+//   k1_c = rstd * gamma_c,  k2 = rstd * a / M - k3 * (mean - mean_hi),  k3 = rstd^3 * b' / M,
 // which is rstd * (gamma*dy - (a + xhat*b) / M) regrouped. After every group: dgamma[c] = sum over n, in index
 // order, of rstd[n, g] * D[n, c], and dbeta[c] = sum over n of B[n, c].
 //
@@ -50,24 +50,25 @@ struct Shared {
   double* d_sum;        // N*C: sum dy * (x - mean)
 };
 
-// dx = (k1 * dy - k2) - k3 * ((x - mean_hi) - mean_lo): the same operations in every form below.
+// dx = (k1 * dy - k2) - k3 * (x - mean_hi): the same operations in every form below.
 template <class V>
-HWY_INLINE V Dx(V dy, V x, V mh, V ml, V k1, V k2, V k3) {
-  return hn::Sub(hn::Sub(hn::Mul(k1, dy), k2), hn::Mul(k3, hn::Sub(hn::Sub(x, mh), ml)));
+HWY_INLINE V Dx(V dy, V x, V mh, V k1, V k2, V k3) {
+  return hn::Sub(hn::Sub(hn::Mul(k1, dy), k2), hn::Mul(k3, hn::Sub(x, mh)));
 }
 
-// The float32 constants of a group: mean split in two, k2, k3.
+// The float32 constants of a group: mean_hi = float(mean), k3 = rstd^3 * b' / M, and k2 = rstd * a / M with the
+// mean's low part folded in: k2 - k3 * (mean - mean_hi), so that k3 * (x - mean) = k3 * (x - mean_hi) - k3 *
+// (mean - mean_hi). x - mean_hi is exact near the mean (Sterbenz), so |mean| >> std costs no accuracy.
 struct GroupConsts {
-  float mean_hi, mean_lo, k2, k3;
+  float mean_hi, k2, k3;
   double rstd;
 };
 
 GroupConsts Consts(double mean, double rstd, double a, double b, double m) {
   GroupConsts k;
   k.mean_hi = static_cast<float>(mean);
-  k.mean_lo = static_cast<float>(mean - static_cast<double>(k.mean_hi));
-  k.k2 = static_cast<float>(rstd * a / m);
   k.k3 = static_cast<float>(rstd * rstd * rstd * b / m);
+  k.k2 = static_cast<float>(rstd * a / m - static_cast<double>(k.k3) * (mean - static_cast<double>(k.mean_hi)));
   k.rstd = rstd;
   return k;
 }
@@ -89,31 +90,30 @@ void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupCon
   // dx may be dy itself (in place): each element is read before it is written.
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
-  const auto mh = hn::Set(df, g.mean_hi), ml = hn::Set(df, g.mean_lo), vk1 = hn::Set(df, k1), k2 = hn::Set(df, g.k2),
-             k3 = hn::Set(df, g.k3);
+  const auto mh = hn::Set(df, g.mean_hi), vk1 = hn::Set(df, k1), k2 = hn::Set(df, g.k2), k3 = hn::Set(df, g.k3);
   size_t i = 0;
-  for (; i + N <= n; i += N) StoreF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, ml, vk1, k2, k3), dx + i);
+  for (; i + N <= n; i += N) StoreF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, vk1, k2, k3), dx + i);
   if (i < n) {
-    StoreF32N(df, Dx(LoadF32N(df, dy + i, n - i), LoadF32N(df, x + i, n - i), mh, ml, vk1, k2, k3), dx + i, n - i);
+    StoreF32N(df, Dx(LoadF32N(df, dy + i, n - i), LoadF32N(df, x + i, n - i), mh, vk1, k2, k3), dx + i, n - i);
   }
 }
 
 // One row of a channels-last chunk: per-column constants in the arrays.
 template <typename T>
-void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* ml,
-               const float* k1, const float* k2, const float* k3) {
+void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
+               const float* k2, const float* k3) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   size_t c = 0;
   for (; c + N <= cols; c += N) {
     StoreF32(df,
-             Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, ml + c),
-                hn::LoadU(df, k1 + c), hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c)),
+             Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, k1 + c),
+                hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c)),
              dx + c);
   }
   // The last columns one by one, with the same float32 operations (dx may be dy: read, then write).
   for (; c < cols; ++c) {
-    const float d = (static_cast<float>(ToDouble(x + c)) - mh[c]) - ml[c];
+    const float d = static_cast<float>(ToDouble(x + c)) - mh[c];
     FromFloat((k1[c] * static_cast<float>(ToDouble(dy + c)) - k2[c]) - k3[c] * d, dx + c);
   }
 }
@@ -165,7 +165,7 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   double* acc = reinterpret_cast<double*>(scratch);
   double* cmean = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
   float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(cmean) + (cmax * 8 + 63) / 64 * 64);
-  float *ml = mh + cmax, *k1 = ml + cmax, *k2 = k1 + cmax, *k3 = k2 + cmax;
+  float *k1 = mh + cmax, *k2 = k1 + cmax, *k3 = k2 + cmax;
   for (int64_t g = g0; g < g1; ++g) {
     for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = s.mean[n * a.groups + g];
   }
@@ -188,7 +188,6 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
     const GroupConsts gc = Consts(s.mean[q], s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw));
     for (int64_t c = 0; c < cpg; ++c) {
       mh[k + c] = gc.mean_hi;
-      ml[k + c] = gc.mean_lo;
       k1[k + c] = static_cast<float>(gc.rstd * s.gamma[g * cpg + c]);
       k2[k + c] = gc.k2;
       k3[k + c] = gc.k3;
@@ -196,7 +195,7 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   }
   T* dx = static_cast<T*>(a.dx) + off;
   for (size_t r = 0; r < rows; ++r) {
-    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, ml, k1, k2, k3);
+    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3);
   }
 }
 

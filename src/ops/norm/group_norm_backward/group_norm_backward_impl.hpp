@@ -62,10 +62,11 @@ Status prepare(const TensorView* t, const ops::Attrs& a, const Context& ctx, ops
 
 /// Constant c of the bounds (docs/semantics.md): dx within ulp_T(ref) + c * 2^-24 * scale, scale =
 /// rstd * (|gamma * dy| + |a| / M + |xhat * b| / M); dgamma within ulp(ref) + c * 2^-24 * sum |dy * xhat|, dbeta
-/// within ulp(ref) + c * 2^-24 * sum |dy|. The kernel forms dx = k1 * dy - k2 - k3 * ((x - mean_hi) - mean_lo)
-/// in float32 with k1 = rstd * gamma, k2 = rstd * a / M, k3 = rstd^3 * sum(gamma * D) / M rounded once from
-/// float64: each of the three terms picks up at most three float32 roundings and the two subtractions one each:
-/// at most 5 * u32 relative to the terms. The sums are float64. c = 8 leaves margin near the subnormal range.
+/// within ulp(ref) + c * 2^-24 * sum |dy|. The kernel forms dx = k1 * dy - k2 - k3 * (x - mean_hi) in float32
+/// with k1 = rstd * gamma, k3 = rstd^3 * sum(gamma * D) / M and k2 = rstd * a / M - k3 * (mean - mean_hi)
+/// (the mean's low part folded in) rounded once from float64; x - mean_hi is exact near the mean (Sterbenz):
+/// each of the three terms picks up at most three float32 roundings and the two subtractions one each: at most
+/// 5 * u32 relative to the terms. The sums are float64. c = 8 leaves margin near the subnormal range.
 inline constexpr double kBoundC = 8.0;
 
 /// Compares after's selected outputs with the float64 reference computed from before's inputs (every sample-th

@@ -169,6 +169,7 @@ TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
     for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 320, 8, 8}, 32}, {{3, 21, 37}, 3}}) {
       SCOPED_TRACE(std::string(dtype_name(t)));
       const ops::Problem before = order_sensitive(t, shape, groups);
+      const int64_t ng = groups;  // (a structured binding cannot be captured in C++17)
       ops::Problem want = before.clone();
       ASSERT_TRUE(call(want, 1));
       testing::for_each_isa([&](const std::string&) {
@@ -181,7 +182,7 @@ TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
           // Row-major in place: dx written over dy.
           ops::Problem ip = before.clone();
           std::vector<TensorView> v = ip.views();
-          ASSERT_TRUE(group_norm_backward(v[0], v[1], v[2], v[3], v[4], groups, {true, true, true}, v[0], v[6], v[7],
+          ASSERT_TRUE(group_norm_backward(v[0], v[1], v[2], v[3], v[4], ng, {true, true, true}, v[0], v[6], v[7],
                                           Context{threads}));
           ip.t[gn_bwd::kDx] = ip.t[gn_bwd::kDy].clone();
           EXPECT_TRUE(same_outputs(ip, want)) << "in place";
