@@ -15,6 +15,7 @@
 #include "nnops/nnops.hpp"
 #include "src/core/layout.hpp"
 #include "src/ops/op_desc.hpp"
+#include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace nnops {
@@ -34,30 +35,14 @@ bool has_aux(const OpDesc& d) {
   return false;
 }
 
-ops::ProblemSpec spec_of(const OpDesc& d, DType t, const std::vector<int64_t>& shape, uint64_t seed, bool aux) {
-  ops::ProblemSpec s;
-  s.dtype = t;
-  s.shape = shape;
-  s.seed = seed;
-  s.aux_like_t = aux;
-  s.attrs = d.attrs_for(shape);
-  return s;
-}
+using testing::make_problem;
+using testing::same_outputs;
 
 Status call(const OpDesc& d, const std::vector<TensorView>& v, const ops::Attrs& a, int threads = 0) {
-  return ops::run_prepared(d.name, d.prepare, v.data(), a, Context{threads});
+  return testing::run(d, v, a, threads);
 }
 
-Status call(const OpDesc& d, Problem& p, int threads = 0) { return call(d, p.views(), p.attrs, threads); }
-
-// Whether every tensor the operator writes has the same bytes in both problems.
-::testing::AssertionResult same_outputs(const OpDesc& d, const Problem& a, const Problem& b) {
-  for (std::size_t i = 0; i < d.tensors.size(); ++i) {
-    if (d.tensors[i].role == Role::kIn || !a.present[i]) continue;
-    if (!a.t[i].same_bytes(b.t[i])) return ::testing::AssertionFailure() << d.tensors[i].name << " differs";
-  }
-  return ::testing::AssertionSuccess();
-}
+Status call(const OpDesc& d, Problem& p, int threads = 0) { return testing::run(d, p, threads); }
 
 std::string shape_str(const std::vector<int64_t>& s) {
   std::string r = "[";
@@ -77,7 +62,7 @@ TEST(OpSweep, MatchesReferenceOnEveryTargetDtypeAndShape) {
         for (bool aux : {false, true}) {
           if (aux && !has_aux(*d)) continue;
           NNOPS_SWEEP_TRACE(*d, t, shape);
-          const Problem before = d->make_problem(spec_of(*d, t, shape, seed++, aux));
+          const Problem before = make_problem(*d, t, shape, seed++, aux);
           testing::for_each_isa([&](const std::string&) {
             Problem after = before.clone();
             ASSERT_TRUE(call(*d, after)) << call(*d, after).message();
@@ -97,7 +82,7 @@ TEST(OpSweep, BitwiseIndependentOfThreadCount) {
       // The l2 bench case is large enough for every operator's parallel plans.
       const std::vector<int64_t> shape = d->bench_cases(t)[0].shape;
       NNOPS_SWEEP_TRACE(*d, t, shape);
-      const Problem before = d->make_problem(spec_of(*d, t, shape, 7, false));
+      const Problem before = make_problem(*d, t, shape, 7, false);
       Problem one = before.clone();
       ASSERT_TRUE(call(*d, one, 1));
       for (int threads : {2, 3, 8}) {
@@ -167,12 +152,13 @@ TEST(OpSweep, StridedViewsGiveTheBitsOfDenseOnes) {
     for (DType t : kDTypes) {
       for (const std::vector<int64_t>& shape : d->test_shapes) {
         NNOPS_SWEEP_TRACE(*d, t, shape);
-        const Problem before = d->make_problem(spec_of(*d, t, shape, 3, false));
+        const Problem before = make_problem(*d, t, shape, 3, false);
         Problem dense = before.clone();
         ASSERT_TRUE(call(*d, dense));
         for (std::size_t k = 0; k < 3; ++k) {  // every tensor in layout k (where it applies)
-          expect_strided_matches(*d, before, dense, [&](int, std::size_t) { return static_cast<int>(k); },
-                                 "all tensors in layout " + std::to_string(k));
+          expect_strided_matches(
+              *d, before, dense, [&](int, std::size_t) { return static_cast<int>(k); },
+              "all tensors in layout " + std::to_string(k));
         }
         for (std::size_t i = 0; i < d->tensors.size(); ++i) {  // one tensor at a time, padded
           expect_strided_matches(
@@ -196,7 +182,7 @@ TEST(OpSweep, ValidationErrorsNameTheArgumentAndWriteNothing) {
     const DType t = DType::kFloat32;
     const std::vector<int64_t> shape = d->test_shapes.back();
     NNOPS_SWEEP_TRACE(*d, t, shape);
-    Problem p = d->make_problem(spec_of(*d, t, shape, 5, false));
+    Problem p = make_problem(*d, t, shape, 5, false);
     for (std::size_t i = 0; i < d->tensors.size(); ++i) {
       if (d->tensors[i].role != Role::kIn) testing::fill_sentinel(p.t[i]);
     }
@@ -275,7 +261,7 @@ TEST(OpSweep, EmptyTensorsSucceed) {
       std::vector<int64_t> shape = d->check_shape;
       shape[k] = 0;
       NNOPS_SWEEP_TRACE(*d, DType::kFloat32, shape);
-      Problem p = d->make_problem(spec_of(*d, DType::kFloat32, shape, 9, false));
+      Problem p = make_problem(*d, DType::kFloat32, shape, 9, false);
       for (std::size_t i = 0; i < d->tensors.size(); ++i) {
         if (d->tensors[i].role != Role::kIn) testing::fill_sentinel(p.t[i]);
       }

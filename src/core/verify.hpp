@@ -1,6 +1,7 @@
 // Result of comparing an operator's output with its float64 reference under its bound (docs/semantics.md).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 namespace nnops::detail {
@@ -25,6 +26,15 @@ struct VerifyReport {
       err_at_worst = err;
       bound_at_worst = bound;
     }
+  }
+
+  /// Records |got - ref| against `bound`; NaN must meet NaN (then the error is 0), NaN against a number fails.
+  void compare(double got, double ref, double bound) {
+    if (std::isnan(ref) || std::isnan(got)) {
+      add(std::isnan(ref) && std::isnan(got) ? 0.0 : INFINITY, 0.0);
+      return;
+    }
+    add(got == ref ? 0.0 : std::fabs(got - ref), bound);
   }
 };
 

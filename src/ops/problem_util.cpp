@@ -53,6 +53,41 @@ Problem empty_problem(const OpDesc& d, const ProblemSpec& spec) {
   return p;
 }
 
+int64_t dims_from(const std::vector<int64_t>& shape, std::size_t from) {
+  int64_t p = 1;
+  for (std::size_t i = from; i < shape.size(); ++i) p *= shape[i];
+  return p;
+}
+
+std::vector<int64_t> shape_of(const TensorView& v) {
+  return std::vector<int64_t>(v.shape(), v.shape() + (v.rank_ok() ? v.rank() : 0));
+}
+
+void fill_group_stats(const detail::HostBuffer& x, detail::HostBuffer& mean, detail::HostBuffer& rstd, double eps) {
+  const int64_t groups = mean.numel(), m = groups ? x.numel() / groups : 0;
+#pragma omp parallel for schedule(static)
+  for (int64_t g = 0; g < groups; ++g) {
+    double s = 0, ss = 0;
+    for (int64_t i = 0; i < m; ++i) s += x.get(g * m + i);
+    const double mu = m ? s / m : 0;
+    for (int64_t i = 0; i < m; ++i) ss += (x.get(g * m + i) - mu) * (x.get(g * m + i) - mu);
+    mean.set(g, mu);
+    rstd.set(g, 1.0 / std::sqrt((m ? ss / m : 0) + eps));
+  }
+}
+
+std::vector<BenchCase> group_norm_bench_cases(DType t, int arrays) {
+  const double s = static_cast<double>(dtype_size(t)) * arrays;
+  const int64_t l2 = static_cast<int64_t>(768.0 * 1024 / s), l3 = static_cast<int64_t>(16.0 * 1024 * 1024 / s);
+  const int64_t n = static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (s * 320 * 64 * 64)));
+  return {
+      {"l2", {1, 64, l2 / 64}, {}, ""},
+      {"l3", {2, 64, l3 / 128}, {}, ""},
+      {"dram", {n, 320, 64, 64}, {}, ""},
+      {"dram-channels-last", {n, 320, 64, 64}, {}, "channels_last"},
+  };
+}
+
 double scalar_value(const OpDesc& d, const ProblemSpec& spec, int i) {
   if (static_cast<std::size_t>(i) < spec.scalars.size() && !std::isnan(spec.scalars[i])) return spec.scalars[i];
   return static_cast<std::size_t>(i) < d.scalar_defaults.size() ? d.scalar_defaults[i] : 0.0;

@@ -22,6 +22,23 @@ double uniform01(uint64_t seed, uint64_t i);
 /// Optional tensors are present.
 Problem empty_problem(const OpDesc& d, const ProblemSpec& spec);
 
+/// Product of the dimensions from `from` on (1 for none): HxW of an [N, C, *] shape.
+int64_t dims_from(const std::vector<int64_t>& shape, std::size_t from);
+
+/// The shape of a view as a vector (empty when its rank is out of range).
+std::vector<int64_t> shape_of(const TensorView& v);
+
+/// Group statistics as a forward pass would have saved them: per group of x.numel()/mean.numel() consecutive
+/// elements, mean and 1/sqrt(var + eps) in float64 (two passes), rounded to their dtypes.
+void fill_group_stats(const detail::HostBuffer& x, detail::HostBuffer& mean, detail::HostBuffer& rstd,
+                      double eps = 1e-5);
+
+/// The benchmark cases of a GroupNorm-family operator that moves `arrays` tensors of x's size: L2- and
+/// L3-resident [N, 64, *] and, beyond cache, Stable Diffusion's first GroupNorm shape [N, 320, 64, 64] (groups
+/// of 10 channels, 160 KiB in float32: a group fits L2) with N so that a call moves at least 1 GiB, row-major
+/// and channels-last.
+std::vector<BenchCase> group_norm_bench_cases(DType t, int arrays);
+
 /// The value of scalar tensor `i` for this spec: spec.scalars[i] unless absent or NaN, else the default.
 double scalar_value(const OpDesc& d, const ProblemSpec& spec, int i);
 

@@ -74,6 +74,29 @@ void DevTensor::free_block() {
   device_ = nullptr;
 }
 
+DeviceProblem::DeviceProblem(const ops::Problem& p, int main, int64_t g) : groups(g) {
+  for (const detail::HostBuffer& b : p.t) t.push_back(std::make_unique<DevTensor>(b));
+  const std::vector<int64_t>& s = p.t[main].shape();
+  n = s.size() > 0 ? s[0] : 0;
+  c = s.size() > 1 ? s[1] : 0;
+  for (std::size_t i = 2; i < s.size(); ++i) hw *= s[i];
+}
+
+std::vector<aclTensor*> DeviceProblem::all() const {
+  std::vector<aclTensor*> a;
+  for (const auto& d : t) a.push_back(*d);
+  return a;
+}
+
+aclnnStatus launch(LaunchFn fn, uint64_t ws, aclOpExecutor* e, aclrtStream stream) {
+  void* w = nullptr;
+  if (ws > 0 && aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return ACLNN_ERR_INNER;
+  const aclnnStatus st = fn(w, ws, e, stream);
+  if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) ADD_FAILURE() << recent_error();
+  if (w) aclrtFree(w);
+  return st;
+}
+
 std::vector<unsigned char> host_bytes(const detail::HostBuffer& b) {
   const auto* p = static_cast<const unsigned char*>(b.data());
   return std::vector<unsigned char>(p, p + b.bytes());

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "aclnn/aclnn_base.h"
 #include "nnops/dtype.hpp"
 #include "src/core/host_buffer.hpp"
+#include "src/ops/op_desc.hpp"
 
 namespace nnops::acl_test {
 
@@ -53,6 +55,20 @@ class DevTensor {
   void* device_ = nullptr;
   std::size_t bytes_ = 0;
 };
+
+/// A problem's tensors on the device (one DevTensor each), with CANN's [N, C, HxW] split of tensor `main`'s shape
+/// and the number of groups (the GroupNorm family's scalar arguments).
+struct DeviceProblem {
+  std::vector<std::unique_ptr<DevTensor>> t;
+  int64_t n = 0, c = 0, hw = 1, groups = 0;
+  DeviceProblem(const ops::Problem& p, int main, int64_t groups);
+  aclTensor* operator[](int i) const { return *t[i]; }
+  std::vector<aclTensor*> all() const;
+};
+
+/// Phase two: a workspace of `ws` bytes, `launch`, then a stream synchronization; the launch's status.
+using LaunchFn = aclnnStatus (*)(void*, uint64_t, aclOpExecutor*, aclrtStream);
+aclnnStatus launch(LaunchFn fn, uint64_t ws, aclOpExecutor* e, aclrtStream stream);
 
 /// Bytes of a HostBuffer.
 std::vector<unsigned char> host_bytes(const detail::HostBuffer& b);

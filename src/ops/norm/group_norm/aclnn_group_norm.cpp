@@ -32,7 +32,7 @@ extern "C" aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, con
     for (int i = 1; i < gn::kNumTensors; ++i) {
       if (v[i].is_none() || v[i].dtype() == x.dtype()) continue;
       return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has dtype " + dtype_name(v[i].dtype()) +
-                                              "; expected " + dtype_name(x.dtype()) + " (the dtype of self)");
+                                                      "; expected " + dtype_name(x.dtype()) + " (the dtype of self)");
     }
     if (x.rank() < 2) return Status::ok();  // the operator's check reports the rank
     int64_t hw = 1;
@@ -48,8 +48,8 @@ extern "C" aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, con
                 {"HxW", HxW, hw, "the product of self's dims after C"}};
     for (const auto& d : dims) {
       if (d.given != d.want) {
-        return Status(StatusCode::kInvalidArgument, std::string(d.name) + " is " + std::to_string(d.given) + "; expected " +
-                                                d.what + " (" + std::to_string(d.want) + ")");
+        return Status(StatusCode::kInvalidArgument, std::string(d.name) + " is " + std::to_string(d.given) +
+                                                        "; expected " + d.what + " (" + std::to_string(d.want) + ")");
       }
     }
     return Status::ok();

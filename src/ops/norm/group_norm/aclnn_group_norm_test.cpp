@@ -12,6 +12,7 @@
 #include "src/acl/executor.hpp"
 #include "src/ops/norm/group_norm/group_norm_impl.hpp"
 #include "tests/acl/acl_test_util.hpp"
+#include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace nnops::acl_test {
@@ -24,26 +25,12 @@ constexpr const char* kPhase1 = "aclnnGroupNormGetWorkspaceSize";
 
 // A problem with every tensor in x's dtype (CANN's rule).
 ops::Problem problem(DType t, const std::vector<int64_t>& shape, int64_t groups) {
-  ops::ProblemSpec s;
-  s.dtype = t;
-  s.shape = shape;
-  s.aux_like_t = true;
-  s.attrs = ops::desc_group_norm().attrs_for(shape);
-  s.attrs[gn::kNumGroups].i = groups;
-  return ops::desc_group_norm().make_problem(s);
+  return testing::make_problem(ops::desc_group_norm(), t, shape, 1, true,
+                               [&](ops::Attrs& a) { a[gn::kNumGroups].i = groups; });
 }
 
-struct Device {
-  std::vector<std::unique_ptr<DevTensor>> t;
-  int64_t n, c, hw, groups;
-  explicit Device(const ops::Problem& p) {
-    for (const HostBuffer& b : p.t) t.push_back(std::make_unique<DevTensor>(b));
-    const auto& s = p.t[gn::kX].shape();
-    n = s[0], c = s[1], hw = 1;
-    for (std::size_t i = 2; i < s.size(); ++i) hw *= s[i];
-    groups = p.attrs[gn::kNumGroups].i;
-  }
-  aclTensor* operator[](int i) const { return *t[i]; }
+struct Device : DeviceProblem {
+  explicit Device(const ops::Problem& p) : DeviceProblem(p, gn::kX, p.attrs[gn::kNumGroups].i) {}
   aclnnStatus phase1(uint64_t* ws, aclOpExecutor** e, double eps = 1e-5) const {
     return aclnnGroupNormGetWorkspaceSize((*this)[0], (*this)[1], (*this)[2], n, c, hw, groups, eps, (*this)[3],
                                           (*this)[4], (*this)[5], ws, e);
@@ -55,14 +42,7 @@ aclnnStatus run(const Device& d, aclrtStream stream) {
   uint64_t ws = 0;
   aclOpExecutor* e = nullptr;
   if (aclnnStatus st = d.phase1(&ws, &e); st != ACLNN_SUCCESS) return st;
-  void* w = nullptr;
-  if (ws) {
-    EXPECT_EQ(aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST), ACL_SUCCESS);
-  }
-  const aclnnStatus st = aclnnGroupNorm(w, ws, e, stream);
-  EXPECT_EQ(aclrtSynchronizeStream(stream), ACL_SUCCESS);
-  if (w) aclrtFree(w);
-  return st;
+  return launch(aclnnGroupNorm, ws, e, stream);
 }
 
 using AclGroupNorm = AclTest;
@@ -103,9 +83,9 @@ TEST_F(AclGroupNorm, NullPointersAndOptionalGammaBeta) {
             ACLNN_SUCCESS)
       << recent_error();
   std::vector<unsigned char> w(ws + 64);
-  ASSERT_EQ(aclnnGroupNorm(ws ? w.data() + (64 - reinterpret_cast<uintptr_t>(w.data()) % 64) % 64 : nullptr, ws, e,
-                           nullptr),
-            ACLNN_SUCCESS);
+  ASSERT_EQ(
+      aclnnGroupNorm(ws ? w.data() + (64 - reinterpret_cast<uintptr_t>(w.data()) % 64) % 64 : nullptr, ws, e, nullptr),
+      ACLNN_SUCCESS);
   const std::vector<TensorView> v = p.views();
   ASSERT_TRUE(group_norm(v[0], TensorView::none(), TensorView::none(), 2, 1e-5, v[3], v[4], v[5]));
   EXPECT_EQ(d.t[gn::kOut]->read(), host_bytes(p.t[gn::kOut]));
@@ -122,9 +102,10 @@ TEST_F(AclGroupNorm, CannRulesBeyondTheCppApi) {
   EXPECT_EQ(aclnnGroupNormGetWorkspaceSize(d[0], gamma32, d[2], 2, 4, 5, 2, 1e-5, d[3], d[4], d[5], &ws, &e),
             ACLNN_ERR_PARAM_INVALID);
   EXPECT_THAT(recent_error(), HasSubstr("gamma has dtype float32; expected float16 (the dtype of self)"));
-  for (auto [n, c, hw, want] : {std::tuple<int64_t, int64_t, int64_t, const char*>{3, 4, 5, "N is 3; expected self's dim 0 (2)"},
-                                {2, 8, 5, "C is 8; expected self's dim 1 (4)"},
-                                {2, 4, 6, "HxW is 6; expected the product of self's dims after C (5)"}}) {
+  for (auto [n, c, hw, want] :
+       {std::tuple<int64_t, int64_t, int64_t, const char*>{3, 4, 5, "N is 3; expected self's dim 0 (2)"},
+        {2, 8, 5, "C is 8; expected self's dim 1 (4)"},
+        {2, 4, 6, "HxW is 6; expected the product of self's dims after C (5)"}}) {
     EXPECT_EQ(aclnnGroupNormGetWorkspaceSize(d[0], d[1], d[2], n, c, hw, 2, 1e-5, d[3], d[4], d[5], &ws, &e),
               ACLNN_ERR_PARAM_INVALID);
     EXPECT_THAT(recent_error(), HasSubstr(want));

@@ -44,9 +44,8 @@ Status prepare(const TensorView* t, const ops::Attrs& attrs, const Context& ctx,
 
 }  // namespace gn
 
-Status group_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, int64_t num_groups,
-                  double eps, const TensorView& out, const TensorView& mean, const TensorView& rstd,
-                  const Context& ctx) {
+Status group_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, int64_t num_groups, double eps,
+                  const TensorView& out, const TensorView& mean, const TensorView& rstd, const Context& ctx) {
   const TensorView t[] = {x, gamma, beta, out, mean, rstd};
   ops::Attrs attrs(2);
   attrs[gn::kNumGroups].i = num_groups;

@@ -26,8 +26,7 @@ namespace nnops {
 /// both in T or both in float32 (what a backward pass should keep for half types). num_groups > 0 divides C;
 /// eps > 0 and finite. Any strides; out must not overlap an input. Empty tensors succeed and write nothing.
 /// On error nothing is written and the Status names the argument.
-Status group_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, int64_t num_groups,
-                  double eps, const TensorView& out, const TensorView& mean, const TensorView& rstd,
-                  const Context& ctx = {});
+Status group_norm(const TensorView& x, const TensorView& gamma, const TensorView& beta, int64_t num_groups, double eps,
+                  const TensorView& out, const TensorView& mean, const TensorView& rstd, const Context& ctx = {});
 
 }  // namespace nnops

@@ -54,8 +54,8 @@ Status check(const TensorView* t, const ops::Attrs& attrs, Args* out) {
   const int64_t groups = attrs[kNumGroups].i;
   const double eps = attrs[kEps].f;
   if (groups <= 0 || c % groups != 0) {
-    return detail::invalid_arg(op, "num_groups is " + std::to_string(groups) + "; expected a positive divisor of C = " +
-                                       std::to_string(c));
+    return detail::invalid_arg(
+        op, "num_groups is " + std::to_string(groups) + "; expected a positive divisor of C = " + std::to_string(c));
   }
   if (!(eps > 0) || !std::isfinite(eps)) {
     return detail::invalid_arg(op, "eps is " + format_value(eps) + "; expected a finite value > 0");
@@ -65,8 +65,8 @@ Status check(const TensorView* t, const ops::Attrs& attrs, Args* out) {
   for (int i : {kGamma, kBeta}) {
     if (t[i].is_none()) continue;
     if (t[i].rank() != 1 || t[i].dim(0) != c) {
-      return detail::invalid_arg(op, std::string(kNames[i]) + " has shape " + t[i].shape_string() +
-                                         "; expected [C] = " + dims({c}));
+      return detail::invalid_arg(
+          op, std::string(kNames[i]) + " has shape " + t[i].shape_string() + "; expected [C] = " + dims({c}));
     }
   }
   for (int i : {kMean, kRstd}) {

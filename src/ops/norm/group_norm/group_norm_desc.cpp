@@ -12,12 +12,6 @@ namespace {
 
 using namespace gn;
 
-int64_t hw_of(const std::vector<int64_t>& s) {
-  int64_t hw = 1;
-  for (std::size_t i = 2; i < s.size(); ++i) hw *= s[i];
-  return hw;
-}
-
 std::vector<std::vector<int64_t>> shapes(const std::vector<int64_t>& main, const Attrs& a) {
   const int64_t n = main.size() > 0 ? main[0] : 0, c = main.size() > 1 ? main[1] : 0;
   return {main, {c}, {c}, main, {n, a.empty() ? 1 : a[kNumGroups].i}, {n, a.empty() ? 1 : a[kNumGroups].i}};
@@ -46,9 +40,6 @@ Attrs attrs_for(const std::vector<int64_t>& main) {
 Status infer(const TensorView* t, const Attrs& a, DType aux, std::vector<OutputShape>* out) {
   out->assign(kNumTensors, {});
   const TensorView& x = t[kX];
-  auto shape_of = [](const TensorView& v) {
-    return std::vector<int64_t>(v.shape(), v.shape() + (v.rank_ok() ? v.rank() : 0));
-  };
   for (int i : {kX, kGamma, kBeta}) {
     (*out)[i] = {t[i].dtype(), shape_of(t[i])};
   }
@@ -65,7 +56,7 @@ Status infer(const TensorView* t, const Attrs& a, DType aux, std::vector<OutputS
 Problem make_problem(const ProblemSpec& spec) {
   Problem p = empty_problem(desc_group_norm(), spec);
   detail::HostBuffer& x = p.t[kX];
-  const int64_t c = spec.shape.size() > 1 ? spec.shape[1] : 1, hw = hw_of(spec.shape);
+  const int64_t c = spec.shape.size() > 1 ? spec.shape[1] : 1, hw = dims_from(spec.shape, 2);
   const int64_t n = x.numel();
 #pragma omp parallel for schedule(static)
   for (int64_t i = 0; i < n; ++i) {
@@ -85,19 +76,7 @@ double bytes(const Problem& p) {
   return b;
 }
 
-std::vector<BenchCase> bench_cases(DType t) {
-  const double s = static_cast<double>(dtype_size(t));
-  const int64_t l2 = static_cast<int64_t>(768.0 * 1024 / (2 * s)), l3 = static_cast<int64_t>(16.0 * 1024 * 1024 / (2 * s));
-  // Beyond cache: Stable Diffusion's first GroupNorm shape [N, 320, 64, 64] (groups of 10 channels, 160 KiB in
-  // float32: a group fits L2), with N so that a call moves at least 1 GiB; and the same in channels-last.
-  const int64_t n = static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (2 * s * 320 * 64 * 64)));
-  return {
-      {"l2", {1, 64, l2 / 64}, {}, ""},
-      {"l3", {2, 64, l3 / 128}, {}, ""},
-      {"dram", {n, 320, 64, 64}, {}, ""},
-      {"dram-channels-last", {n, 320, 64, 64}, {}, "channels_last"},
-  };
-}
+std::vector<BenchCase> bench_cases(DType t) { return group_norm_bench_cases(t, 2); }
 
 // Scalar arguments of aclnnGroupNorm: ints = {N, C, HxW, group}, reals = {eps}.
 aclnnStatus acl_phase_one(const AclCall& c, uint64_t* ws, aclOpExecutor** e) {
@@ -107,8 +86,7 @@ aclnnStatus acl_phase_one(const AclCall& c, uint64_t* ws, aclOpExecutor** e) {
 }
 
 void acl_defaults(const std::vector<std::vector<int64_t>>& s, const Attrs& a, AclCall* c) {
-  const std::vector<int64_t>& x = s[kX];
-  c->ints = {x.size() > 0 ? x[0] : 0, x.size() > 1 ? x[1] : 0, hw_of(x), a[kNumGroups].i};
+  c->ints = acl_shape_ints(s[kX], a[kNumGroups].i);
   c->reals = {a[kEps].f};
 }
 
@@ -120,8 +98,8 @@ const AclBinding kAcl = {"aclnnGroupNormGetWorkspaceSize", "aclnnGroupNorm", acl
 const OpDesc& desc_group_norm() {
   static const OpDesc d = [] {
     OpDesc o;
+    describe_family(o);
     o.name = kOpName;
-    o.category = "norm";
     o.op_type = "GroupNorm";
     o.summary =
         "Group normalization (forward): per group of M = C/num_groups*HxW elements, mean = sum(x)/M, "
@@ -133,13 +111,12 @@ const OpDesc& desc_group_norm() {
         {"beta", Role::kIn, DtypeRule::kTOrF32, true, false, "Shift, [C], dtype of gamma's rule (absent: 0)"},
         {"out", Role::kOut, DtypeRule::kT, false, false, "Normalized x, shape and dtype of x"},
         {"mean", Role::kOut, DtypeRule::kTOrF32, false, false, "Group means, [N, num_groups], dtype of x or float32"},
-        {"rstd", Role::kOut, DtypeRule::kTOrF32, false, false, "Group 1/sqrt(var + eps), [N, num_groups], dtype of mean"},
+        {"rstd", Role::kOut, DtypeRule::kTOrF32, false, false,
+         "Group 1/sqrt(var + eps), [N, num_groups], dtype of mean"},
     };
     o.attrs = {{"num_groups", AttrKind::kInt, std::numeric_limits<double>::quiet_NaN(),
                 "Groups the C channels are split into (> 0, divides C)"},
                {"eps", AttrKind::kFloat, 1e-5, "Added to the variance (> 0, finite; default 1e-5)"}};
-    o.min_rank = 2;
-    o.max_rank = kMaxRank;
     o.prepare = gn::prepare;
     o.infer = infer;
     o.shapes = shapes;
@@ -147,15 +124,8 @@ const OpDesc& desc_group_norm() {
     o.make_problem = make_problem;
     o.verify = gn::verify;
     o.bytes = bytes;
-    o.model_bytes = nullptr;
     o.probe = {1, 1, false};
-    o.check_shape = {2, 64, 7, 9};
-    o.demo_shape = {8, 320, 32, 32};
-    o.demo_quick_shape = {2, 64, 16, 16};
     o.bench_cases = bench_cases;
-    o.test_shapes = {{1, 1},       {2, 3},          {1, 4, 1},    {2, 6, 5},      {1, 8, 17},
-                     {2, 4, 3, 5}, {1, 2, 1000},    {2, 32, 3, 3}, {1, 6, 2, 2, 2}, {2, 64, 7, 9}};
-    o.aux_flag = "--stats-like-x";
     o.aux_help = "gamma, beta, mean and rstd in x's dtype instead of float32";
     o.run_aux_flag = "--float32-stats";
     o.run_aux_help = "Write mean and rstd in float32 instead of x's dtype (what a backward pass should keep)";
@@ -170,3 +140,24 @@ const OpDesc& desc_group_norm() {
 }
 
 }  // namespace nnops::ops
+
+namespace nnops::gn {
+
+std::vector<int64_t> acl_shape_ints(const std::vector<int64_t>& x, int64_t groups) {
+  return {x.size() > 0 ? x[0] : 0, x.size() > 1 ? x[1] : 0, ops::dims_from(x, 2), groups};
+}
+
+void describe_family(ops::OpDesc& o) {
+  o.category = "norm";
+  o.min_rank = 2;
+  o.max_rank = kMaxRank;
+  o.check_shape = {2, 64, 7, 9};
+  o.demo_shape = {8, 320, 32, 32};
+  o.demo_quick_shape = {2, 64, 16, 16};
+  o.test_shapes = {{1, 1},       {2, 3},       {1, 4, 1},     {2, 6, 5},       {1, 8, 17},
+                   {2, 4, 3, 5}, {1, 2, 1000}, {2, 32, 3, 3}, {1, 6, 2, 2, 2}, {2, 64, 7, 9}};
+  o.aux_flag = "--stats-like-x";
+  o.model_bytes = nullptr;
+}
+
+}  // namespace nnops::gn

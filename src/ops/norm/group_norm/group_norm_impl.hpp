@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "nnops/context.hpp"
 #include "nnops/dtype.hpp"
@@ -73,6 +74,12 @@ struct Moments {
   bool ok = false;
 };
 Moments one_pass_moments(double k, double s1, double s2, double m);
+
+/// The descriptor fields GroupNorm and GroupNormBackward share (category, ranks, CLI and test shapes).
+void describe_family(ops::OpDesc& o);
+
+/// CANN's scalar shape arguments {N, C, HxW, group} of an [N, C, *] shape.
+std::vector<int64_t> acl_shape_ints(const std::vector<int64_t>& x, int64_t groups);
 
 /// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.
 void run(const Plan& p, const Args& a, void* workspace);

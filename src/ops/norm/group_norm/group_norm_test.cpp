@@ -14,6 +14,7 @@
 #include "nnops/nnops.hpp"
 #include "src/core/layout.hpp"
 #include "src/ops/norm/group_norm/group_norm_impl.hpp"
+#include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace nnops {
@@ -27,33 +28,19 @@ const DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 const ops::OpDesc& desc() { return ops::desc_group_norm(); }
 
 ops::Problem problem(DType t, const std::vector<int64_t>& shape, int64_t groups, uint64_t seed, bool stats_like_x) {
-  ops::ProblemSpec s;
-  s.dtype = t;
-  s.shape = shape;
-  s.seed = seed;
-  s.aux_like_t = stats_like_x;
-  s.attrs = desc().attrs_for(shape);
-  s.attrs[gn::kNumGroups].i = groups;
-  return desc().make_problem(s);
+  return testing::make_problem(desc(), t, shape, seed, stats_like_x,
+                               [&](ops::Attrs& a) { a[gn::kNumGroups].i = groups; });
 }
 
 Status call(ops::Problem& p, int threads = 0) {
   const std::vector<TensorView> v = p.views();
-  return group_norm(v[gn::kX], v[gn::kGamma], v[gn::kBeta], p.attrs[gn::kNumGroups].i, p.attrs[gn::kEps].f,
-                    v[gn::kOut], v[gn::kMean], v[gn::kRstd], Context{threads});
+  return group_norm(v[gn::kX], v[gn::kGamma], v[gn::kBeta], p.attrs[gn::kNumGroups].i, p.attrs[gn::kEps].f, v[gn::kOut],
+                    v[gn::kMean], v[gn::kRstd], Context{threads});
 }
 
-// Runs and checks against the float64 reference on every target; returns the worst error/bound ratio.
+// Through the C++ API, against the float64 reference on every target; the worst error/bound ratio.
 double expect_matches_reference(const ops::Problem& before) {
-  double worst = 0;
-  testing::for_each_isa([&](const std::string&) {
-    ops::Problem p = before.clone();
-    ASSERT_TRUE(call(p)) << call(p).message();
-    const detail::VerifyReport r = gn::verify(before, p, 1);
-    EXPECT_TRUE(r.pass()) << r.failures << " of " << r.checked << " outside; worst " << r.worst_ratio;
-    worst = std::max(worst, r.worst_ratio);
-  });
-  return worst;
+  return testing::expect_matches_reference(desc(), before, [](ops::Problem& p) { return call(p); });
 }
 
 TEST(GroupNorm, MatchesReferenceOnRealisticShapes) {
@@ -114,10 +101,7 @@ ops::Problem run_channels_last(const ops::Problem& before, int threads) {
 }
 
 ::testing::AssertionResult same_outputs(const ops::Problem& a, const ops::Problem& b) {
-  for (int i : {gn::kOut, gn::kMean, gn::kRstd}) {
-    if (!a.t[i].same_bytes(b.t[i])) return ::testing::AssertionFailure() << desc().tensors[i].name << " differs";
-  }
-  return ::testing::AssertionSuccess();
+  return testing::same_outputs(desc(), a, b);
 }
 
 TEST(GroupNorm, OnePassVarianceIsCertifiedOrRedone) {
@@ -205,7 +189,8 @@ TEST(GroupNorm, AbsentGammaAndBetaAreOneAndZero) {
     // gamma alone, beta alone.
     ops::Problem g_only = with.clone();
     v = g_only.views();
-    ASSERT_TRUE(group_norm(v[gn::kX], v[gn::kGamma], TensorView::none(), 4, 1e-5, v[gn::kOut], v[gn::kMean], v[gn::kRstd]));
+    ASSERT_TRUE(
+        group_norm(v[gn::kX], v[gn::kGamma], TensorView::none(), 4, 1e-5, v[gn::kOut], v[gn::kMean], v[gn::kRstd]));
     EXPECT_TRUE(same_outputs(with, g_only));
   }
 }
@@ -267,8 +252,8 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
             plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
           }
           const uint64_t cols = static_cast<uint64_t>(3 * a.cpg());
-          plan.scratch_bytes = (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 +
-                               (4 * cols * 4 + 63) / 64 * 64;
+          plan.scratch_bytes =
+              (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 + (4 * cols * 4 + 63) / 64 * 64;
           plan.workspace_bytes = (2 * static_cast<uint64_t>(a.c) * 8 + 63) / 64 * 64 + 3 * plan.scratch_bytes;
           ops::Problem p = before.clone();
           std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
@@ -332,7 +317,8 @@ TEST(GroupNorm, ValidationErrorsNameTheArgumentAndWriteNothing) {
       {"gamma float16", X, g16.view(), B, O, M, R, 3, 1e-5,
        "gamma has dtype float16; expected float32 (the dtype of x) or float32"},
       {"mean [2, 2]", X, G, B, O, m23.view(), R, 3, 1e-5, "mean has shape [2, 2]; expected [N, num_groups] = [2, 3]"},
-      {"rstd dtype", X, G, B, O, M, m16.view(), 3, 1e-5, "rstd has dtype float16; expected float32 (the dtype of mean)"},
+      {"rstd dtype", X, G, B, O, M, m16.view(), 3, 1e-5,
+       "rstd has dtype float16; expected float32 (the dtype of mean)"},
       {"x rank 1", x1.view(), G, B, O, M, R, 3, 1e-5, "x has shape [12] (rank 1); expected rank 2 to 8"},
       {"out shape", X, G, B, x1.view(), M, R, 3, 1e-5, "out has shape [12]; expected the shape of x [2, 6, 5]"},
       {"out over x", X, G, B, X, M, R, 3, 1e-5, "out and x overlap"},

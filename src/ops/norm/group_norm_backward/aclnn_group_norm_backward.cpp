@@ -18,17 +18,18 @@ namespace {
 
 constexpr const char* kPhase1 = "aclnnGroupNormBackwardGetWorkspaceSize";
 constexpr const char* kPhase2 = "aclnnGroupNormBackward";
-const char* const kAclNames[] = {"gradOut", "input", "mean", "rstd", "gamma", "gradInput", "gradGammaOut", "gradBetaOut"};
+const char* const kAclNames[] = {"gradOut", "input",     "mean",         "rstd",
+                                 "gamma",   "gradInput", "gradGammaOut", "gradBetaOut"};
 
 }  // namespace
 
 extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* gradOut, const aclTensor* input,
                                                               const aclTensor* mean, const aclTensor* rstd,
-                                                              const aclTensor* gamma, int64_t N, int64_t C,
-                                                              int64_t HxW, int64_t group,
-                                                              const aclBoolArray* outputMask, aclTensor* gradInput,
-                                                              aclTensor* gradGammaOut, aclTensor* gradBetaOut,
-                                                              uint64_t* workspaceSize, aclOpExecutor** executor) {
+                                                              const aclTensor* gamma, int64_t N, int64_t C, int64_t HxW,
+                                                              int64_t group, const aclBoolArray* outputMask,
+                                                              aclTensor* gradInput, aclTensor* gradGammaOut,
+                                                              aclTensor* gradBetaOut, uint64_t* workspaceSize,
+                                                              aclOpExecutor** executor) {
   using namespace nnops;
   if (outputMask == nullptr) {
     if (workspaceSize) *workspaceSize = 0;
@@ -52,8 +53,8 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
       if (v[i].is_none() || v[i].dtype() == v[gn_bwd::kMean].dtype()) continue;
       if (i >= gn_bwd::kDx && !mask[i - gn_bwd::kDx]) continue;
       return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has dtype " + dtype_name(v[i].dtype()) +
-                                              "; expected " + dtype_name(v[gn_bwd::kMean].dtype()) +
-                                              " (the dtype of mean)");
+                                                      "; expected " + dtype_name(v[gn_bwd::kMean].dtype()) +
+                                                      " (the dtype of mean)");
     }
     const int64_t want = N * C * HxW;  // N, C, HxW come from the caller: checked for overflow first
     int64_t nc = 0, nchw = 0;
@@ -66,7 +67,7 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
       if (t.is_none() || (i == gn_bwd::kDx && !mask[0])) continue;
       if (t.numel() != nchw) {
         return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has " + std::to_string(t.numel()) +
-                                                " elements; expected N * C * HxW = " + std::to_string(nchw));
+                                                        " elements; expected N * C * HxW = " + std::to_string(nchw));
       }
       int64_t hw = 1;
       for (int k = 2; k < t.rank(); ++k) hw *= t.dim(k);
@@ -74,8 +75,8 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
       if (!nc_dims) {
         if (!t.is_contiguous()) {
           return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has shape " + t.shape_string() +
-                                                  ", not [N, C, ...] = [" + std::to_string(N) + ", " +
-                                                  std::to_string(C) + ", ...], and is not contiguous");
+                                                          ", not [N, C, ...] = [" + std::to_string(N) + ", " +
+                                                          std::to_string(C) + ", ...], and is not contiguous");
         }
         const int64_t dims[3] = {N, C, HxW};
         t = TensorView::contiguous(t.data(), t.dtype(), dims, 3);

@@ -14,6 +14,7 @@
 #include "src/acl/executor.hpp"
 #include "src/ops/norm/group_norm_backward/group_norm_backward_impl.hpp"
 #include "tests/acl/acl_test_util.hpp"
+#include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace nnops::acl_test {
@@ -25,26 +26,12 @@ using ::testing::HasSubstr;
 constexpr const char* kPhase1 = "aclnnGroupNormBackwardGetWorkspaceSize";
 
 ops::Problem problem(DType t, const std::vector<int64_t>& shape, int64_t groups, bool like_t) {
-  ops::ProblemSpec s;
-  s.dtype = t;
-  s.shape = shape;
-  s.aux_like_t = like_t;
-  s.attrs = ops::desc_group_norm_backward().attrs_for(shape);
-  s.attrs[gn_bwd::kNumGroups].i = groups;
-  return ops::desc_group_norm_backward().make_problem(s);
+  return testing::make_problem(ops::desc_group_norm_backward(), t, shape, 1, like_t,
+                               [&](ops::Attrs& a) { a[gn_bwd::kNumGroups].i = groups; });
 }
 
-struct Device {
-  std::vector<std::unique_ptr<DevTensor>> t;
-  int64_t n, c, hw, groups;
-  explicit Device(const ops::Problem& p) {
-    for (const HostBuffer& b : p.t) t.push_back(std::make_unique<DevTensor>(b));
-    const auto& s = p.t[gn_bwd::kDy].shape();
-    n = s[0], c = s[1], hw = 1;
-    for (std::size_t i = 2; i < s.size(); ++i) hw *= s[i];
-    groups = p.attrs[gn_bwd::kNumGroups].i;
-  }
-  aclTensor* operator[](int i) const { return *t[i]; }
+struct Device : DeviceProblem {
+  explicit Device(const ops::Problem& p) : DeviceProblem(p, gn_bwd::kDy, p.attrs[gn_bwd::kNumGroups].i) {}
 };
 
 aclnnStatus phase1(const Device& d, const std::vector<aclTensor*>& a, const std::vector<bool>& mask, uint64_t* ws,
@@ -58,19 +45,10 @@ aclnnStatus phase1(const Device& d, const std::vector<aclTensor*>& a, const std:
   return st;
 }
 
-std::vector<aclTensor*> all(const Device& d) {
-  std::vector<aclTensor*> a;
-  for (int i = 0; i < gn_bwd::kNumTensors; ++i) a.push_back(d[i]);
-  return a;
-}
+std::vector<aclTensor*> all(const Device& d) { return d.all(); }
 
 aclnnStatus launch(uint64_t ws, aclOpExecutor* e, aclrtStream stream) {
-  void* w = nullptr;
-  if (ws > 0 && aclrtMalloc(&w, ws, ACL_MEM_MALLOC_HUGE_FIRST) != ACL_SUCCESS) return ACLNN_ERR_INNER;
-  const aclnnStatus st = aclnnGroupNormBackward(w, ws, e, stream);
-  if (aclrtSynchronizeStream(stream) != ACL_SUCCESS) ADD_FAILURE() << recent_error();
-  if (w) aclrtFree(w);
-  return st;
+  return acl_test::launch(aclnnGroupNormBackward, ws, e, stream);
 }
 
 using AclGroupNormBackward = AclTest;

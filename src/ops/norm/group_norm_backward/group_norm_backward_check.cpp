@@ -25,15 +25,15 @@ Status check(const TensorView* t, const ops::Attrs& attrs, Args* out) {
   const char* op = kOpName;
   const std::vector<bool>& mask = attrs[kOutputMask].mask;
   if (mask.size() != 3) {
-    return detail::invalid_arg(op, "output_mask has " + std::to_string(mask.size()) +
-                                       " entries; expected 3 (dx, dgamma, dbeta)");
+    return detail::invalid_arg(
+        op, "output_mask has " + std::to_string(mask.size()) + " entries; expected 3 (dx, dgamma, dbeta)");
   }
   bool used[kNumTensors];
   for (int i = 0; i < kNumTensors; ++i) used[i] = i < kDx ? (i != kGamma || !t[kGamma].is_none()) : mask[i - kDx];
   for (int i = kDx; i < kNumTensors; ++i) {
     if (used[i] && t[i].is_none()) {
-      return Status(StatusCode::kNullPointer, std::string(op) + ": " + kNames[i] +
-                                                  " is selected by output_mask but was not given");
+      return Status(StatusCode::kNullPointer,
+                    std::string(op) + ": " + kNames[i] + " is selected by output_mask but was not given");
     }
   }
   for (int i = 0; i < kNumTensors; ++i) {
@@ -71,8 +71,8 @@ Status check(const TensorView* t, const ops::Attrs& attrs, Args* out) {
   const int64_t n = dy.dim(0), c = dy.dim(1);
   const int64_t groups = attrs[kNumGroups].i;
   if (groups <= 0 || c % groups != 0) {
-    return detail::invalid_arg(op, "num_groups is " + std::to_string(groups) + "; expected a positive divisor of C = " +
-                                       std::to_string(c));
+    return detail::invalid_arg(
+        op, "num_groups is " + std::to_string(groups) + "; expected a positive divisor of C = " + std::to_string(c));
   }
   if (used[kDx]) {
     if (Status s = detail::check_same_shape(op, "dx", t[kDx], "dy", dy); !s) return s;

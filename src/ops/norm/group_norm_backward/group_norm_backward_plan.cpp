@@ -33,7 +33,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
   const uint64_t c = static_cast<uint64_t>(cols);
   p.scratch_bytes = round64(2 * 16 * c * 8) + round64(c * 8) + round64(5 * c * 4);
   const uint64_t n = static_cast<uint64_t>(a.n), ch = static_cast<uint64_t>(a.c), g = static_cast<uint64_t>(a.groups);
-  p.workspace_bytes = round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
+  p.workspace_bytes =
+      round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
   return p;
 }
 

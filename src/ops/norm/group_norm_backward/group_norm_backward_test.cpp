@@ -13,6 +13,7 @@
 #include "nnops/nnops.hpp"
 #include "src/core/layout.hpp"
 #include "src/ops/norm/group_norm_backward/group_norm_backward_impl.hpp"
+#include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
 
 namespace nnops {
@@ -26,14 +27,8 @@ const DType kDTypes[] = {DType::kFloat32, DType::kFloat16, DType::kBFloat16};
 const ops::OpDesc& desc() { return ops::desc_group_norm_backward(); }
 
 ops::Problem problem(DType t, const std::vector<int64_t>& shape, int64_t groups, uint64_t seed, bool like_t) {
-  ops::ProblemSpec s;
-  s.dtype = t;
-  s.shape = shape;
-  s.seed = seed;
-  s.aux_like_t = like_t;
-  s.attrs = desc().attrs_for(shape);
-  s.attrs[gn_bwd::kNumGroups].i = groups;
-  return desc().make_problem(s);
+  return testing::make_problem(desc(), t, shape, seed, like_t,
+                               [&](ops::Attrs& a) { a[gn_bwd::kNumGroups].i = groups; });
 }
 
 std::array<bool, 3> mask_of(const ops::Problem& p) {
@@ -49,10 +44,7 @@ Status call(ops::Problem& p, int threads = 0) {
 }
 
 ::testing::AssertionResult same_outputs(const ops::Problem& a, const ops::Problem& b) {
-  for (int i : {gn_bwd::kDx, gn_bwd::kDgamma, gn_bwd::kDbeta}) {
-    if (!a.t[i].same_bytes(b.t[i])) return ::testing::AssertionFailure() << desc().tensors[i].name << " differs";
-  }
-  return ::testing::AssertionSuccess();
+  return testing::same_outputs(desc(), a, b);
 }
 
 // GroupNorm's forward in float64 and the loss sum(out * w).
@@ -114,16 +106,9 @@ TEST(GroupNormBackward, ReferenceIsTheTrueGradientOfTheForward) {
   }
 }
 
+// Through the C++ API, against the float64 reference on every target; the worst error/bound ratio.
 double expect_matches_reference(const ops::Problem& before) {
-  double worst = 0;
-  testing::for_each_isa([&](const std::string&) {
-    ops::Problem p = before.clone();
-    ASSERT_TRUE(call(p)) << call(p).message();
-    const detail::VerifyReport r = gn_bwd::verify(before, p, 1);
-    EXPECT_TRUE(r.pass()) << r.failures << " of " << r.checked << " outside; worst " << r.worst_ratio;
-    worst = std::max(worst, r.worst_ratio);
-  });
-  return worst;
+  return testing::expect_matches_reference(desc(), before, [](ops::Problem& p) { return call(p); });
 }
 
 TEST(GroupNormBackward, MatchesReferenceOnRealisticShapes) {
@@ -158,8 +143,8 @@ ops::Problem run_channels_last(const ops::Problem& before, int threads, bool in_
   const std::vector<TensorView> v = p.views();
   const TensorView& dxv = in_place ? dy.view() : dx.view();
   EXPECT_TRUE(group_norm_backward(dy.view(), x.view(), v[gn_bwd::kMean], v[gn_bwd::kRstd], v[gn_bwd::kGamma],
-                                  p.attrs[gn_bwd::kNumGroups].i, mask_of(p), dxv, v[gn_bwd::kDgamma],
-                                  v[gn_bwd::kDbeta], Context{threads}));
+                                  p.attrs[gn_bwd::kNumGroups].i, mask_of(p), dxv, v[gn_bwd::kDgamma], v[gn_bwd::kDbeta],
+                                  Context{threads}));
   p.t[gn_bwd::kDx] = in_place ? dy.dense_copy() : dx.dense_copy();
   return p;
 }
@@ -222,8 +207,8 @@ TEST(GroupNormBackward, AbsentGammaIsOnes) {
     ops::Problem without = with.clone();
     ASSERT_TRUE(call(with));
     std::vector<TensorView> v = without.views();
-    ASSERT_TRUE(group_norm_backward(v[0], v[1], v[2], v[3], TensorView::none(), 4, {true, true, true}, v[5], v[6],
-                                    v[7]));
+    ASSERT_TRUE(
+        group_norm_backward(v[0], v[1], v[2], v[3], TensorView::none(), 4, {true, true, true}, v[5], v[6], v[7]));
     EXPECT_TRUE(same_outputs(with, without)) << dtype_name(t);
   }
 }
@@ -241,8 +226,8 @@ TEST(GroupNormBackward, AgreesWithGroupNormalizationGradWhenGammaIsOne) {
   const int64_t sh[] = {2, 4, 72};
   const TensorView x = TensorView::contiguous(p.t[gn_bwd::kX].data(), DType::kFloat32, sh, 3);
   const TensorView dy = TensorView::contiguous(p.t[gn_bwd::kDy].data(), DType::kFloat32, sh, 3);
-  ASSERT_TRUE(group_normalization_grad(x, dy, ones.view(), p.t[gn_bwd::kMean].view(), p.t[gn_bwd::kRstd].view(),
-                                       dx.view()));
+  ASSERT_TRUE(
+      group_normalization_grad(x, dy, ones.view(), p.t[gn_bwd::kMean].view(), p.t[gn_bwd::kRstd].view(), dx.view()));
   for (int64_t i = 0; i < dx.numel(); ++i) {
     const double a = dx.get(i), b = p.t[gn_bwd::kDx].get(i);
     EXPECT_NEAR(a, b, 16 * std::ldexp(1.0, -24) * (1 + std::fabs(a))) << i;
@@ -282,22 +267,40 @@ TEST(GroupNormBackward, ValidationErrorsNameTheArgumentAndWriteNothing) {
   };
   const std::vector<Bad> cases = {
       {"groups 4", v, 4, {true, true, true}, "num_groups is 4; expected a positive divisor of C = 6"},
-      {"mean count", with(gn_bwd::kMean, m5.view()), 3, {true, true, true},
+      {"mean count",
+       with(gn_bwd::kMean, m5.view()),
+       3,
+       {true, true, true},
        "mean has shape [5] (5 elements); expected N * num_groups = 6 elements"},
       {"gamma count", with(gn_bwd::kGamma, g7.view()), 3, {true, true, true}, "gamma has shape [7] (7 elements)"},
       {"x dtype", with(gn_bwd::kX, d16.view()), 3, {true, true, true}, "x has dtype float16; expected float32"},
       {"rstd dtype", with(gn_bwd::kRstd, m16.view()), 3, {true, true, true}, "rstd has dtype float16"},
-      {"x shape", with(gn_bwd::kX, x2.view()), 3, {true, true, true}, "x has shape [2, 6, 4]; expected the shape of dy"},
-      {"dx absent", with(gn_bwd::kDx, TensorView::none()), 3, {true, false, false},
+      {"x shape",
+       with(gn_bwd::kX, x2.view()),
+       3,
+       {true, true, true},
+       "x has shape [2, 6, 4]; expected the shape of dy"},
+      {"dx absent",
+       with(gn_bwd::kDx, TensorView::none()),
+       3,
+       {true, false, false},
        "dx is selected by output_mask but was not given"},
       {"dx over x", with(gn_bwd::kDx, v[gn_bwd::kX]), 3, {true, true, true}, "dx and x overlap"},
-      {"dbeta over dgamma", with(gn_bwd::kDbeta, v[gn_bwd::kDgamma]), 3, {true, true, true}, "dbeta and dgamma overlap"},
-      {"dgamma over gamma", with(gn_bwd::kDgamma, v[gn_bwd::kGamma]), 3, {true, true, true},
+      {"dbeta over dgamma",
+       with(gn_bwd::kDbeta, v[gn_bwd::kDgamma]),
+       3,
+       {true, true, true},
+       "dbeta and dgamma overlap"},
+      {"dgamma over gamma",
+       with(gn_bwd::kDgamma, v[gn_bwd::kGamma]),
+       3,
+       {true, true, true},
        "dgamma and gamma overlap"},
   };
   for (const Bad& c : cases) {
     SCOPED_TRACE(c.what);
-    const Status s = group_norm_backward(c.t[0], c.t[1], c.t[2], c.t[3], c.t[4], c.groups, c.mask, c.t[5], c.t[6], c.t[7]);
+    const Status s =
+        group_norm_backward(c.t[0], c.t[1], c.t[2], c.t[3], c.t[4], c.groups, c.mask, c.t[5], c.t[6], c.t[7]);
     EXPECT_FALSE(s.is_ok());
     EXPECT_THAT(s.message(), HasSubstr(std::string("group_norm_backward: ") + c.needle));
     EXPECT_TRUE(same_outputs(p, before));

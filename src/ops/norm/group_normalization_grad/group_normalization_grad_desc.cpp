@@ -30,20 +30,6 @@ Status infer(const TensorView* t, const Attrs&, DType, std::vector<OutputShape>*
   return Status::ok();
 }
 
-// mean and rstd as a forward pass would have saved them: per group, in float64, rounded to their dtype.
-void fill_group_stats(const detail::HostBuffer& x, detail::HostBuffer& mean, detail::HostBuffer& rstd) {
-  const int64_t groups = mean.numel(), m = groups ? x.numel() / groups : 0;
-#pragma omp parallel for schedule(static)
-  for (int64_t g = 0; g < groups; ++g) {
-    double s = 0, ss = 0;
-    for (int64_t i = 0; i < m; ++i) s += x.get(g * m + i);
-    const double mu = m ? s / m : 0;
-    for (int64_t i = 0; i < m; ++i) ss += (x.get(g * m + i) - mu) * (x.get(g * m + i) - mu);
-    mean.set(g, mu);
-    rstd.set(g, 1.0 / std::sqrt((m ? ss / m : 0) + 1e-5));
-  }
-}
-
 Problem make_problem(const ProblemSpec& spec) {
   Problem p = empty_problem(desc_group_normalization_grad(), spec);
   fill_uniform(p.t[kX], spec.seed * 8 + 1, -2.0f, 2.0f);
@@ -54,8 +40,8 @@ Problem make_problem(const ProblemSpec& spec) {
 }
 
 detail::VerifyReport verify(const Problem& before, const Problem& after, int64_t sample) {
-  return gn_grad::verify(before.t[kX], before.t[kDy], before.t[kGamma], before.t[kMean], before.t[kRstd],
-                         after.t[kDx], sample);
+  return gn_grad::verify(before.t[kX], before.t[kDy], before.t[kGamma], before.t[kMean], before.t[kRstd], after.t[kDx],
+                         sample);
 }
 
 double bytes(const Problem& p) { return 4.0 * p.t[kX].bytes() + 2.0 * p.t[kMean].bytes(); }
@@ -73,7 +59,10 @@ std::vector<BenchCase> bench_cases(DType t) {
   return {
       {"l2", {2, 4, static_cast<int64_t>(768.0 * 1024 / (4 * s) / 8)}, {}, ""},
       {"l3", {8, 8, static_cast<int64_t>(16.0 * 1024 * 1024 / (4 * s) / 64)}, {}, ""},
-      {"dram", {static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (4 * s) / (32.0 * 8192))), 32, 8, 32, 32}, {}, ""},
+      {"dram",
+       {static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (4 * s) / (32.0 * 8192))), 32, 8, 32, 32},
+       {},
+       ""},
       {"dram-big", {2, 4, int64_t{1} << 22}, {}, ""},
   };
 }
