@@ -133,31 +133,70 @@ def _make_fake(spec, names):
     return fake
 
 
+_LIB = torch.library.Library(NAMESPACE, "FRAGMENT")
+
+
+def _check_no_grad_mutation(op: str, named: list):
+    """Refuses to write a tensor that requires grad while autograd records (torch's rule for its own in-place
+    ops on leaves); under torch.no_grad(), as in an optimizer step, writing a parameter is fine."""
+    if not torch.is_grad_enabled():
+        return
+    for name, t in named:
+        ts = t if isinstance(t, (list, tuple)) else [t]
+        for k, x in enumerate(ts):
+            if isinstance(x, torch.Tensor) and x.requires_grad:
+                label = name if ts is not t else f"{name}[{k}]"
+                raise ValueError(f"{op}: {label} requires grad and would be written in place; run the update "
+                                 "under torch.no_grad() (as optimizers do) or pass a tensor that does not require grad")
+
+
+def _guarded_inplace(name: str, schema_str: str, inner, mutated: tuple, arg_names: list):
+    """torch.ops.nnops.<name> for an operator that writes its arguments: a CompositeImplicitAutograd kernel
+    (it runs where grad mode is still the caller's) that refuses to write a tensor requiring grad under grad
+    mode, then calls the custom op `inner` (torch.ops.nnops._<name>: kernel, fake, mutation tracking).
+    torch.compile and opcheck see through it to `inner`."""
+    torch.library.define(f"{NAMESPACE}::{name}", schema_str, lib=_LIB)
+
+    def guarded(*args, **kwargs):
+        vals = dict(zip(arg_names, args))
+        vals.update(kwargs)
+        _check_no_grad_mutation(name, [(n, vals[n]) for n in mutated if n in vals])
+        return inner(*args, **kwargs)
+
+    torch.library.impl(f"{NAMESPACE}::{name}", "CompositeImplicitAutograd", guarded, lib=_LIB)
+    return getattr(getattr(torch.ops, NAMESPACE), name)
+
+
 def _register(spec: _core.OpSpec):
     names = _arg_names(spec)
     mutated = tuple(spec.tensors[i]["name"] for i in spec.inplace)
-    op = torch.library.custom_op(f"{NAMESPACE}::{spec.name}", _make_kernel(spec, names), mutates_args=mutated,
-                                 schema=schema(spec))
+    sch = schema(spec)
+    qual = f"{NAMESPACE}::{'_' if mutated else ''}{spec.name}"
+    op = torch.library.custom_op(qual, _make_kernel(spec, names), mutates_args=mutated, schema=sch)
     op.register_fake(_make_fake(spec, names))
-    op.__doc__ = _core.docstring(spec)
+    if mutated:
+        _guarded_inplace(spec.name, sch, op, mutated, names)
     return op
 
 
-#: The registered operators by name (torch.library CustomOpDef objects; callable like the torch.ops ones).
+#: The custom ops by operator name (torch.library CustomOpDef objects; for an operator that writes its
+#: arguments, the inner op torch.ops.nnops._<name> behind the guard torch.ops.nnops.<name>).
+CUSTOM_OPS = {}
+#: The public operators by name: torch.ops.nnops.<name>.
 OPS = {}
 for _spec in _core.op_specs():
-    OPS[_spec.name] = _register(_spec)
+    CUSTOM_OPS[_spec.name] = _register(_spec)
+    OPS[_spec.name] = getattr(torch.ops.nnops, _spec.name)
     globals()[_spec.name] = OPS[_spec.name]
 del _spec
 
 
 # ---- the multi-tensor PowerSign step -------------------------------------------------------------------
 
-@torch.library.custom_op(f"{NAMESPACE}::inplace_apply_power_sign_foreach", mutates_args=("vars", "ms"))
-def inplace_apply_power_sign_foreach(vars: List[torch.Tensor], ms: List[torch.Tensor], grads: List[torch.Tensor],
-                                     lr: float, logbase: float, sign_decay: float, beta: float,
-                                     use_locking: bool = False) -> None:
-    """One PowerSign step over whole tensor lists in one native call (see nnops.inplace_apply_power_sign_foreach)."""
+@torch.library.custom_op(f"{NAMESPACE}::_inplace_apply_power_sign_foreach", mutates_args=("vars", "ms"))
+def _inplace_apply_power_sign_foreach(vars: List[torch.Tensor], ms: List[torch.Tensor], grads: List[torch.Tensor],
+                                      lr: float, logbase: float, sign_decay: float, beta: float,
+                                      use_locking: bool = False) -> None:
     _core._state.in_torch_op = True
     try:
         _core.inplace_apply_power_sign_foreach(vars, ms, grads, lr, logbase, sign_decay, beta, use_locking)
@@ -165,9 +204,18 @@ def inplace_apply_power_sign_foreach(vars: List[torch.Tensor], ms: List[torch.Te
         _core._state.in_torch_op = False
 
 
-@inplace_apply_power_sign_foreach.register_fake
+@_inplace_apply_power_sign_foreach.register_fake
 def _(vars, ms, grads, lr, logbase, sign_decay, beta, use_locking=False):
     return None
+
+
+#: One PowerSign step over whole tensor lists in one native call (see nnops.inplace_apply_power_sign_foreach).
+inplace_apply_power_sign_foreach = _guarded_inplace(
+    "inplace_apply_power_sign_foreach",
+    "(Tensor(a!)[] vars, Tensor(b!)[] ms, Tensor[] grads, float lr, float logbase, float sign_decay, float beta, "
+    "bool use_locking=False) -> ()",
+    _inplace_apply_power_sign_foreach, ("vars", "ms"),
+    ["vars", "ms", "grads", "lr", "logbase", "sign_decay", "beta", "use_locking"])
 
 
 # ---- autograd of group_norm ----------------------------------------------------------------------------
@@ -194,10 +242,10 @@ def _group_norm_backward(ctx, dout, dmean, drstd):
     return (dx if mask[0] else None, dgamma if mask[1] else None, dbeta if mask[2] else None) + (None,) * 3
 
 
-if "group_norm" in OPS and "group_norm_backward" in OPS:
-    OPS["group_norm"].register_autograd(_group_norm_backward, setup_context=_group_norm_setup_context)
+if "group_norm" in CUSTOM_OPS and "group_norm_backward" in OPS:
+    CUSTOM_OPS["group_norm"].register_autograd(_group_norm_backward, setup_context=_group_norm_setup_context)
 
 
 from . import nn, optim  # noqa: E402  (they use the operators registered above)
 
-__all__ = ["OPS", "NAMESPACE", "schema", "inplace_apply_power_sign_foreach", "nn", "optim"] + list(OPS)
+__all__ = ["OPS", "CUSTOM_OPS", "NAMESPACE", "schema", "inplace_apply_power_sign_foreach", "nn", "optim"] + list(OPS)
