@@ -23,12 +23,15 @@ test: build
 	@ctest --preset $(PRESET)
 	@$(MAKE) --no-print-directory python-test
 
-# The Python package (pyproject.toml): scikit-build-core builds the extension in build/python (kept, so a second
-# install rebuilds only what changed) with the build tools install_deps.sh installed, 2 jobs.
-python: deps
-	@echo "pip install . (nnops Python package; build/python)"
+# The Python package (pyproject.toml), built by scikit-build-core with the build tools install_deps.sh installed,
+# 2 jobs. It links the library just built in $(BUILD_DIR) (NNOPS_PYTHON_LIBRARY; the wheel carries a copy), so
+# the kernels are not compiled twice; its build folder build/python-$(PRESET) is kept, so a second install
+# rebuilds only what changed. A plain `pip install .` builds the library into the extension (build/python).
+python: build
+	@echo "pip install . (nnops Python package, linked to $(BUILD_DIR)/libnnops.so)"
 	@CMAKE_BUILD_PARALLEL_LEVEL=2 PIP_ROOT_USER_ACTION=ignore $(PYTHON) -m pip install --quiet \
-	  --disable-pip-version-check --no-build-isolation .
+	  --disable-pip-version-check --no-build-isolation -C build-dir=build/python-$(PRESET) \
+	  -C cmake.define.NNOPS_PYTHON_LIBRARY=$(CURDIR)/$(BUILD_DIR)/libnnops.so .
 
 # pytest's exit status is make's: a failure, or no test collected (5), fails the target.
 python-test: python
