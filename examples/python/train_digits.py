@@ -67,23 +67,34 @@ def accuracy(model, x, y):
     return acc
 
 
-def train(name, model, opt, data, epochs, batch, seed):
-    x_tr, y_tr, x_te, y_te = data
-    g = torch.Generator().manual_seed(seed)
-    epoch_times = []
-    bar = tqdm(range(epochs), desc=f"{name:6s}", unit="epoch", leave=True)
-    for _ in bar:
-        t0 = time.perf_counter()
-        perm = torch.randperm(len(x_tr), generator=g)
-        for i in range(0, len(x_tr), batch):
-            idx = perm[i:i + batch]
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(x_tr[idx]), y_tr[idx])
-            loss.backward()
-            opt.step()
-        epoch_times.append(time.perf_counter() - t0)
-        bar.set_postfix(loss=f"{loss.item():.3f}", test_acc=f"{accuracy(model, x_te, y_te):.3f}")
-    return accuracy(model, x_te, y_te), epoch_times
+def run_epoch(model, opt, data, batch, g):
+    x_tr, y_tr = data[0], data[1]
+    t0 = time.perf_counter()
+    perm = torch.randperm(len(x_tr), generator=g)
+    for i in range(0, len(x_tr), batch):
+        idx = perm[i:i + batch]
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x_tr[idx]), y_tr[idx])
+        loss.backward()
+        opt.step()
+    return time.perf_counter() - t0, loss.item()
+
+
+def train(variants, data, epochs, batch, seed):
+    """Trains every variant, alternating epochs (so that a change in the machine's load hits all alike)."""
+    runs = []
+    for k, (name, model, opt) in enumerate(variants):
+        bar = tqdm(total=epochs, desc=f"{name:6s}", unit="epoch", position=k, leave=True)
+        runs.append(dict(name=name, model=model, opt=opt, g=torch.Generator().manual_seed(seed), bar=bar, times=[]))
+    for _ in range(epochs):
+        for r in runs:
+            dt, loss = run_epoch(r["model"], r["opt"], data, batch, r["g"])
+            r["times"].append(dt)
+            r["bar"].set_postfix(loss=f"{loss:.3f}", test_acc=f"{accuracy(r['model'], data[2], data[3]):.3f}")
+            r["bar"].update()
+    for r in runs:
+        r["bar"].close()
+    return {r["name"]: (accuracy(r["model"], data[2], data[3]), r["times"]) for r in runs}
 
 
 def main(argv=None):
@@ -107,14 +118,14 @@ def main(argv=None):
     print(f"digits: {len(x_tr)} training and {len(x_te)} test images, {args.epochs} epochs of {args.batch}, "
           f"{torch.get_num_threads()} threads, PowerSign lr={args.lr} with cosine_sign_decay({steps})")
 
-    results = {}
+    variants = []
     for name, gn, optim in (("nnops", nt.nn.GroupNorm, PowerSign), ("torch", torch.nn.GroupNorm, EagerPowerSign)):
         if name not in args.variants.split(","):
             continue
-        torch.manual_seed(args.seed)
+        torch.manual_seed(args.seed)  # the same initial weights for every variant
         model = make_model(gn)
-        opt = optim(model.parameters(), lr=args.lr, sign_decay_fn=cosine_sign_decay(steps))
-        results[name] = train(name, model, opt, data, args.epochs, args.batch, args.seed)
+        variants.append((name, model, optim(model.parameters(), lr=args.lr, sign_decay_fn=cosine_sign_decay(steps))))
+    results = train(variants, data, args.epochs, args.batch, args.seed)
 
     print()
     print("| variant | GroupNorm | PowerSign | test accuracy | time per epoch (median) |")

@@ -79,12 +79,19 @@ def default_num_threads() -> int:
 _state = threading.local()  # in_torch_op: True while a torch.library kernel runs (torch bumps versions itself)
 
 
-def describe(obj: Any, op: str, name: str, writable: bool, keep: list) -> tuple:
+_NOT_GIVEN = object()
+
+
+def describe(obj: Any, op: str, name: str, writable: bool, keep: list, torch=_NOT_GIVEN) -> tuple:
     """(data address, dtype name, shape, strides in elements) of an array, without copying it.
 
     Raises TypeError for what is not a CPU array of a supported dtype, ValueError for an array that cannot be
-    written although the call writes it. `keep` receives objects that must outlive the call."""
-    torch = _torch()
+    written although the call writes it. `keep` receives objects that must outlive the call. `torch`: the
+    torch module or None (looked up when not given)."""
+    if type(obj) is np.ndarray:
+        return _describe_numpy(obj, op, name, writable)
+    if torch is _NOT_GIVEN:
+        torch = _torch()
     if torch is not None and isinstance(obj, torch.Tensor):
         return _describe_torch(torch, obj, op, name, writable)
     if isinstance(obj, np.ndarray):
@@ -148,6 +155,8 @@ def _bump_versions(torch, written):
 
 def _scalar_or_array(v: Any, op: str, name: str, keep: list):
     """A scalar argument: a real number (stored in the call's dtype by the library) or a 1-element array."""
+    if type(v) is float or type(v) is int:
+        return float(v)
     if isinstance(v, (bool, np.bool_)):
         raise TypeError(f"{op}: {name} must be a real number or a 1-element array; got a bool")
     if isinstance(v, numbers.Real):
@@ -273,7 +282,7 @@ def run(spec: OpSpec, args: dict, out=None, aux: bool = False, num_threads: int 
         if t["scalar"]:
             descs[i] = _scalar_or_array(v, op, t["name"], keep)
         else:
-            descs[i] = describe(v, op, t["name"], t["role"] == "inout", keep)
+            descs[i] = describe(v, op, t["name"], t["role"] == "inout", keep, torch)
             if t["role"] == "inout":
                 written.append(v)
         if not isinstance(descs[i], float):
@@ -285,7 +294,7 @@ def run(spec: OpSpec, args: dict, out=None, aux: bool = False, num_threads: int 
     for k, i in enumerate(spec.outputs):
         if outs[k] is not None:
             name = f"{spec.out_name}[{k}]" if len(spec.outputs) > 1 else spec.out_name
-            descs[i] = describe(outs[k], op, f"{spec.tensors[i]['name']} ({name})", True, keep)
+            descs[i] = describe(outs[k], op, f"{spec.tensors[i]['name']} ({name})", True, keep, torch)
             written.append(outs[k])
     missing = [k for k in range(len(spec.outputs)) if outs[k] is None and wanted[k]]
     if missing:
@@ -293,7 +302,7 @@ def run(spec: OpSpec, args: dict, out=None, aux: bool = False, num_threads: int 
         for k in missing:
             dtype_name, shape = shapes[k]
             outs[k] = new_output(torch, arrays, shape, dtype_name)
-            descs[spec.outputs[k]] = describe(outs[k], op, spec.tensors[spec.outputs[k]]["name"], True, keep)
+            descs[spec.outputs[k]] = describe(outs[k], op, spec.tensors[spec.outputs[k]]["name"], True, keep, torch)
     if num_threads == 0:
         num_threads = default_num_threads()
     _nnops.call(op, descs, attrs, int(num_threads))
@@ -405,22 +414,30 @@ def docstring(spec: OpSpec) -> str:
 
 
 def make_function(spec: OpSpec, module: str = "nnops"):
+    """The Python function of an operator: generated source with the descriptor's signature (so a call binds
+    its arguments at the speed of any Python function, and inspect.signature reads it as written)."""
     sig = signature(spec)
-    aux_name, out_name = spec.aux_name, spec.out_name
-
-    def fn(*args, **kwargs):
-        try:
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{spec.name}: {e}") from None
-        bound.apply_defaults()
-        a = bound.arguments
-        return run(spec, a, out=a.get(out_name), aux=bool(a[aux_name]) if aux_name else False,
-                   num_threads=a["num_threads"])
-
-    fn.__name__ = fn.__qualname__ = spec.name
+    params, values, env = [], [], {"_run": run, "_spec": spec}
+    kw_only = False
+    for k, p in enumerate(sig.parameters.values()):
+        if p.kind == p.KEYWORD_ONLY and not kw_only:
+            params.append("*")
+            kw_only = True
+        if p.default is p.empty:
+            params.append(p.name)
+        else:
+            env[f"_d{k}"] = p.default
+            params.append(f"{p.name}=_d{k}")
+        values.append(p.name)
+    args = ", ".join(f"{n!r}: {n}" for n in values)
+    out = spec.out_name if spec.outputs else "None"
+    aux = f"bool({spec.aux_name})" if spec.aux_name else "False"
+    src = (f"def {spec.name}({', '.join(params)}):\n"
+           f"    return _run(_spec, {{{args}}}, out={out}, aux={aux}, num_threads=num_threads)\n")
+    exec(compile(src, f"<nnops.{spec.name}>", "exec"), env)
+    fn = env[spec.name]
     fn.__module__ = module
-    fn.__signature__ = sig
+    fn.__qualname__ = spec.name
     fn.__doc__ = docstring(spec)
     fn.__annotations__ = {p.name: p.annotation for p in sig.parameters.values()}
     fn.__annotations__["return"] = sig.return_annotation
@@ -454,12 +471,12 @@ def inplace_apply_power_sign_foreach(vars, ms, grads, lr, logbase, sign_decay, b
     if not isinstance(use_locking, (bool, np.bool_)):
         raise TypeError(f"{op}: use_locking must be a bool; got {type(use_locking).__name__}")
     keep: list = []
-    dv = [describe(v, op, f"vars[{i}]", True, keep) for i, v in enumerate(vars)]
-    dm = [describe(m, op, f"ms[{i}]", True, keep) for i, m in enumerate(ms)]
-    dg = [describe(g, op, f"grads[{i}]", False, keep) for i, g in enumerate(grads)]
+    torch = _torch()
+    dv = [describe(v, op, f"vars[{i}]", True, keep, torch) for i, v in enumerate(vars)]
+    dm = [describe(m, op, f"ms[{i}]", True, keep, torch) for i, m in enumerate(ms)]
+    dg = [describe(g, op, f"grads[{i}]", False, keep, torch) for i, g in enumerate(grads)]
     if num_threads == 0:
         num_threads = default_num_threads()
     _nnops.inplace_apply_power_sign_foreach(dv, dm, dg, *scalars, bool(use_locking), int(num_threads))
-    torch = _torch()
     if torch is not None:
         _bump_versions(torch, list(vars) + list(ms))

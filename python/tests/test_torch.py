@@ -237,3 +237,20 @@ def test_default_threads_follow_torch(monkeypatch):
         assert nnops.default_num_threads() == 2
     finally:
         torch.set_num_threads(old)
+
+
+def test_torch_op_autograd_equals_the_eager_path():
+    """torch.ops.nnops.group_norm's registered autograd and nn.group_norm's eager path: the same bits."""
+    torch.manual_seed(6)
+    x0 = torch.randn(3, 12, 5, 4, dtype=torch.bfloat16)
+    w0, b0 = torch.randn(12), torch.randn(12)  # float32 parameters with bfloat16 activations
+    dy = torch.randn(3, 12, 5, 4, dtype=torch.bfloat16)
+    res = []
+    for path in ("op", "eager"):
+        x, w, b = (t.clone().requires_grad_() for t in (x0, w0, b0))
+        y = torch.ops.nnops.group_norm(x, w, b, 3, 1e-5, True)[0] if path == "op" else nt.nn.group_norm(x, 3, w, b)
+        y.backward(dy)
+        res.append([y.detach(), x.grad, w.grad, b.grad])
+    assert res[0][2].dtype == torch.float32
+    for a, e in zip(*res):
+        assert torch.equal(a, e)
