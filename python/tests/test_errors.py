@@ -98,7 +98,7 @@ def test_bad_attributes(rng):
     p = ps_args(rng)
     expect_error(TypeError, "use_locking must be a bool", nnops.inplace_apply_power_sign, **{**p, "use_locking": 1},
                  written=[p["var"]])
-    expect_error(TypeError, "group_norm: missing a required argument: 'num_groups'", nnops.group_norm, a["x"], None,
+    expect_error(TypeError, "group_norm() missing 1 required positional argument: 'num_groups'", nnops.group_norm, a["x"], None,
                  None)
 
 
