@@ -20,7 +20,13 @@ def test_train_digits_reaches_95_percent():
         import train_digits
     finally:
         sys.path.pop(0)
-    results = train_digits.main(["--epochs", "12", "--variants", "nnops"])
+    import torch
+
+    threads = torch.get_num_threads()
+    try:  # one thread: on a loaded 2-core machine, 2-thread OpenMP regions of tiny ops wait on each other
+        results = train_digits.main(["--epochs", "20", "--variants", "nnops", "--threads", "1"])
+    finally:
+        torch.set_num_threads(threads)
     acc, times = results["nnops"]
     assert acc >= 0.95, f"test accuracy {acc:.3f}"
-    assert len(times) == 12
+    assert len(times) == 20
