@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Installs every build and test dependency of nnops: Debian packages, and numpy + ml_dtypes from PyPI for
-# the NumPy interoperability test. Idempotent: when everything is present it only checks (well under a
+# Installs every build and test dependency of nnops: Debian packages, and the Python packages (PyPI) of the
+# Python package and its tests. Idempotent: when everything is present it only checks (well under a
 # second) and exits.
 #   --sanitizers   also the clang toolchain of the asan, tsan and fuzz presets (docs/reliability.md):
 #                  clang-14, its sanitizer and libFuzzer runtimes, LLVM's OpenMP (with the Archer TSan
@@ -34,12 +34,41 @@ if [ ${#missing[@]} -gt 0 ]; then
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
-# NumPy and ml_dtypes (PyPI) for the .npy interoperability test, tests/cli/npy_interop.py. They go to the
-# python3 first on PATH, the interpreter CMake resolves for the CLI tests. Optional: where pip cannot
-# install (offline, or a distribution Python marked externally managed) that one test reports "skipped".
-if ! python3 -c "import numpy, ml_dtypes" >/dev/null 2>&1; then
-  echo "install_deps: installing numpy and ml_dtypes with $(command -v python3) -m pip"
-  if ! PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check numpy ml_dtypes; then
-    echo "install_deps: warning: could not install numpy and ml_dtypes; the NumPy interop test will be skipped"
+# Python packages (PyPI), for the python3 first on PATH (the interpreter CMake resolves for the CLI tests and
+# `make test` builds the Python package for):
+#   numpy, ml_dtypes              the .npy interoperability test (tests/cli/npy_interop.py) and the package
+#   nanobind, scikit-build-core   build the extension (pip install --no-build-isolation .)
+#   pytest, torch, torchvision,   the Python tests, nnops.torch, the example and the optimizer benchmark
+#   scikit-learn, tqdm
+#   tensorflow-cpu                optional: the optimizer test against tf.raw_ops.ResourceApplyPowerSign
+# PyPI's torch wheel for Linux is the CUDA build (~5 GiB with its nvidia-* packages, ~3 minutes here; nnops only
+# uses its CPU part); tensorflow-cpu adds ~1.3 GiB and ~35 s. The check below is an import lookup (no import),
+# so it stays well under a second when everything is there. Where pip cannot install (offline, or a distribution
+# Python marked externally managed) the tests that need a package report "skipped" with the reason, and
+# building the package fails without nanobind and scikit-build-core.
+py_missing() {
+  python3 - "$@" <<'PY'
+import importlib.util, sys
+print(" ".join(m for m in sys.argv[1:] if importlib.util.find_spec(m) is None))
+PY
+}
+pip_install() {
+  echo "install_deps: installing $* with $(command -v python3) -m pip"
+  PIP_ROOT_USER_ACTION=ignore python3 -m pip install --quiet --disable-pip-version-check "$@"
+}
+# module name -> PyPI name
+declare -A PYPI=([numpy]=numpy [ml_dtypes]=ml_dtypes [nanobind]=nanobind [scikit_build_core]=scikit-build-core
+                 [pytest]=pytest [torch]=torch [torchvision]=torchvision [sklearn]=scikit-learn [tqdm]=tqdm)
+read -r -a missing_py <<< "$(py_missing "${!PYPI[@]}")"
+if [ ${#missing_py[@]} -gt 0 ]; then
+  pkgs=()
+  for m in "${missing_py[@]}"; do pkgs+=("${PYPI[$m]}"); done
+  if ! pip_install "${pkgs[@]}"; then
+    echo "install_deps: warning: could not install ${pkgs[*]}; the tests that need them will be skipped"
+  fi
+fi
+if [ -n "$(py_missing tensorflow)" ]; then
+  if ! pip_install tensorflow-cpu; then
+    echo "install_deps: warning: could not install tensorflow-cpu; the TensorFlow comparison will be skipped"
   fi
 fi

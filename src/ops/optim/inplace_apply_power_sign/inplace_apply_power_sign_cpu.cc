@@ -35,6 +35,7 @@
 #include "src/core/check.hpp"
 #include "src/core/parallel.hpp"
 #include "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_impl.hpp"
+#include "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_foreach_impl.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_cpu.cc"
@@ -514,6 +515,27 @@ void RunPowerSign(const power_sign::Plan& p, void* var, void* m, const void* gra
   });
 }
 
+// Multi-tensor entry (inplace_apply_power_sign_foreach.cpp): one parallel region over the kThreadBlock-element
+// blocks of every entry, split into contiguous ranges of the total block sequence. A thread's range covers
+// the tail of one entry, whole entries, and the head of another; within an entry ranges start at multiples
+// of kThreadBlock, as in RunPowerSign, so every element gets the bits a single call gives it.
+void RunPowerSignForeach(const power_sign::ForeachBatch& b) {
+  const int64_t total = b.first_block[b.count];
+  detail::parallel_region(b.num_threads, [&](int tid, int nt) HWY_ATTR {
+    const auto [b0, b1] = detail::split_range(total, nt, tid);
+    if (b0 >= b1) return;
+    // The last entry whose first block is <= b0 (empty entries have no blocks and are stepped over).
+    size_t i = static_cast<size_t>(std::upper_bound(b.first_block, b.first_block + b.count + 1, b0) - b.first_block) - 1;
+    for (; i < b.count && b.first_block[i] < b1; ++i) {
+      const int64_t lo = std::max(b0, b.first_block[i]) - b.first_block[i];
+      const int64_t hi = std::min(b1, b.first_block[i + 1]) - b.first_block[i];
+      const int64_t begin = lo * power_sign::kThreadBlock;
+      const int64_t end = std::min(hi * power_sign::kThreadBlock, b.plans[i].numel);
+      if (begin < end) power_sign_kernel::UpdateRange(b.plans[i], b.var[i], b.m[i], b.grad[i], begin, end);
+    }
+  });
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace nnops
 HWY_AFTER_NAMESPACE();
@@ -539,6 +561,14 @@ void run(const Plan& p, const Args& a) {
   if (p.numel <= 0) return;
   detail::init_dispatch();
   HWY_DYNAMIC_DISPATCH(RunPowerSign)(p, a.var, a.m, a.grad);
+}
+
+HWY_EXPORT(RunPowerSignForeach);
+
+void run_foreach(const ForeachBatch& b) {
+  if (b.count == 0 || b.first_block[b.count] == 0) return;
+  detail::init_dispatch();
+  HWY_DYNAMIC_DISPATCH(RunPowerSignForeach)(b);
 }
 
 }  // namespace power_sign
