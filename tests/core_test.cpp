@@ -156,7 +156,7 @@ TEST(Isa, ForceAndCap) {
 // `nnops info` does) made dispatch pick sve2 instead of sve2_128 or sve_256.
 TEST(Isa, ListingTheTargetsKeepsTheBestOne) {
   ASSERT_TRUE(force_isa_for_testing(0).is_ok());  // normal dispatch
-  const auto isas = testing::runnable_isas();      // compiled_isas(), which asks Highway what is supported
+  const auto isas = testing::runnable_isas();     // compiled_isas(), which asks Highway what is supported
   ASSERT_FALSE(isas.empty());
   EXPECT_EQ(current_isa(), isas.front().name);
   ASSERT_TRUE(set_max_isa("native").is_ok());

@@ -4,9 +4,9 @@
 //
 // Output, one line per operator, dtype, case set and target:
 //   <op> <dtype> <set> <isa> <vector bits> raw=<hash of the output bytes> nan=<the same, every NaN counted alike>
-// The inputs are built from integers with exact operations only (no libm, no platform rounding), so they
-// are the same bits on every machine. Each case runs on 1 and on 2 threads; different bits are an error
-// (exit status 1). NNOPS_TEST_ISAS (comma-separated) restricts the targets, as for the test suite.
+// The inputs are built from integers with exact operations only (small sums, scaling by powers of two), so
+// they are the same bits on every machine. Each case runs on 1 and on 2 threads; different bits are an
+// error (exit status 1). NNOPS_TEST_ISAS (comma-separated) restricts the targets, as for the test suite.
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -92,15 +92,16 @@ HostBuffer scalar(DType t, double v) {
 // vector sees both kinds), with x = mean at the large ones: they cancel exactly in s1 and add nothing to S,
 // and s1 keeps the small products only as far as the summation order (the lane count) lets them survive.
 void gn_cases(DType t, bool cancel, Hash& h) {
-  const std::vector<std::vector<int64_t>> shapes = {
-      {1, 1, 1},    {1, 1, 7},    {2, 3, 16},      {2, 3, 17},         {1, 3, 1000},    {8, 8, 33},
-      {1, 2, 2049}, {1, 3, 4097}, {2, 4, 3, 5, 7}, {1, 2, 8, 16, 17}, {1, 1, 40001}, {4, 2, 8200}};
+  const std::vector<std::vector<int64_t>> shapes = {{1, 1, 1},       {1, 1, 7},         {2, 3, 16},    {2, 3, 17},
+                                                    {1, 3, 1000},    {8, 8, 33},        {1, 2, 2049},  {1, 3, 4097},
+                                                    {2, 4, 3, 5, 7}, {1, 2, 8, 16, 17}, {1, 1, 40001}, {4, 2, 8200}};
   const int big = t == DType::kFloat16 ? 15 : 30;  // |dy| = |gamma| = 2^big
   uint64_t seed = cancel ? 100 : 1;
   for (const auto& shape : shapes) {
     const DType st = seed % 2 ? DType::kFloat32 : t;
     Rng r{seed++};
-    HostBuffer x(t, shape), dy(t, shape), gamma(t, shape), mean(st, {shape[0], shape[1]}), rstd(st, {shape[0], shape[1]});
+    HostBuffer x(t, shape), dy(t, shape), gamma(t, shape), mean(st, {shape[0], shape[1]}),
+        rstd(st, {shape[0], shape[1]});
     const int64_t groups = shape[0] * shape[1], m = x.numel() / groups;
     for (int64_t g = 0; g < groups; ++g) {
       const double mu = static_cast<double>(static_cast<int>(r.next() % 13) - 6) / 4;
@@ -139,8 +140,8 @@ void gn_cases(DType t, bool cancel, Hash& h) {
 }
 
 // InplaceApplyPowerSign, three steps per case: sizes around every kernel step and the thread split (256
-// elements; the two largest run on 2 threads), ordinary values (set "ordinary") or with zeros, signed zeros, subnormals, infinities, NaNs
-// and values near T's overflow (set "special").
+// elements; the two largest run on 2 threads), ordinary values (set "ordinary") or with zeros, signed zeros,
+// subnormals, infinities, NaNs and values near T's overflow (set "special").
 void ps_cases(DType t, bool special, Hash& h) {
   const std::vector<int64_t> sizes = {1, 3, 8, 31, 64, 255, 256, 257, 1000, 4097, 40000 + 1, 65536 + 3};
   struct Scalars {
@@ -169,9 +170,9 @@ void ps_cases(DType t, bool special, Hash& h) {
       HostBuffer out[2][2] = {{var.clone(), m.clone()}, {var.clone(), m.clone()}};
       for (int k = 0; k < 2; ++k) {
         for (int step = 0; step < 3; ++step) {
-          const nnops::Status s = nnops::inplace_apply_power_sign(out[k][0].view(), out[k][1].view(), lr.view(),
-                                                                  lb.view(), sd.view(), beta.view(), grad.view(),
-                                                                  false, Context{k + 1});
+          const nnops::Status s =
+              nnops::inplace_apply_power_sign(out[k][0].view(), out[k][1].view(), lr.view(), lb.view(), sd.view(),
+                                              beta.view(), grad.view(), false, Context{k + 1});
           if (!s) {
             std::fprintf(stderr, "nnops_isa_hashes: %s\n", s.message().c_str());
             std::exit(2);
