@@ -47,12 +47,13 @@ BUILD=build/arm64
 OUT="$BUILD/arm-runs"
 t0=$SECONDS
 say() { printf '\n---- [%4ds] arm: %s\n' "$((SECONDS - t0))" "$*"; }
-# CPU seconds (user + system) used so far by this script's finished children: unlike the wall time, it
-# does not grow when other work shares the machine.
+# CPU seconds (user + system) used so far by this script's finished children, into $CPU: unlike the wall
+# time, it does not grow when other work shares the machine. (Not as $(child_cpu): `times` in a subshell
+# sees none of this shell's children.)
 child_cpu() {
   times >"$OUT/.times"
-  awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); s += a[1] * 60 + a[2] }
-                 printf "%d", s }' "$OUT/.times"
+  CPU=$(awk 'NR == 2 { s = 0; for (i = 1; i <= 2; i++) { split($i, a, "m"); sub("s", "", a[2]); s += a[1] * 60 + a[2] }
+                       printf "%d", s }' "$OUT/.times")
 }
 
 command -v qemu-aarch64-static >/dev/null || { echo "run_arm_tests: qemu-aarch64-static missing (scripts/install_deps.sh --arm)" >&2; exit 1; }
@@ -70,7 +71,8 @@ for line in "${MATRIX[@]}"; do
   export NNOPS_QEMU_CPU="$cpu" NNOPS_TEST_ISAS="$isas"
   say "$name: qemu -cpu $cpu, targets $isas"
   c0=$SECONDS
-  cpu0=$(child_cpu)
+  child_cpu
+  cpu0=$CPU
 
   # The emulated CPU is the one asked for: the dispatch picks $best by itself, and every SVE target runs
   # at $bits bits (nnops_isa_hashes prints each target's vector length).
@@ -102,8 +104,9 @@ for line in "${MATRIX[@]}"; do
     echo "run_arm_tests: $name FAILED (ctest exit $rc); the log is $OUT/$name.log" >&2
     fail=1
   fi
+  child_cpu
   summary+=("$(printf '%-9s %-36s %-18s %4s tests %5ds wall %5ds CPU  %s' "$name" "$cpu" "$isas" "${count:-?}" \
-    "$((SECONDS - c0))" "$(($(child_cpu) - cpu0))" "$([ "$rc" -eq 0 ] && echo passed || echo FAILED)")")
+    "$((SECONDS - c0))" "$((CPU - cpu0))" "$([ "$rc" -eq 0 ] && echo passed || echo FAILED)")")
 done
 unset NNOPS_QEMU_CPU NNOPS_TEST_ISAS
 
@@ -118,7 +121,8 @@ fi
 
 say "summary (logs in $OUT/)"
 printf '  %s\n' "${summary[@]}"
-echo "  total: $((SECONDS - t0))s wall, $(child_cpu)s CPU (build included)"
+child_cpu
+echo "  total: $((SECONDS - t0))s wall, ${CPU}s CPU (build included)"
 if [ "$fail" -ne 0 ]; then
   echo "run_arm_tests: FAILED" >&2
   exit 1
