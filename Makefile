@@ -1,6 +1,6 @@
 # The two front-door commands. Each one installs what it needs (scripts/install_deps.sh, Debian packages)
 # and configures/builds with CMake presets.
-#   make demo   build and run `nnops demo` (both operators, all dtypes, verified and timed)
+#   make demo   build and run `nnops demo` (every operator, all dtypes, verified and timed)
 #   make test   build and run every test (CTest), then install the Python package and run its tests (pytest)
 .PHONY: demo test build deps bench clean python python-test
 

@@ -1,6 +1,7 @@
 # AclInstallTree test (cmake -P): installs the build tree into WORK_DIR/prefix, checks the layout, builds the
 # GroupNormalizationGrad example against it (cmake/install_test) and runs both builds.
-# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, CXX_COMPILER.
+# Inputs: BUILD_DIR, SOURCE_DIR, WORK_DIR, GENERATOR, CXX_COMPILER; for a cross build (preset arm64) also
+# TOOLCHAIN_FILE (the consumer is configured with it) and EMULATOR (runs the two programs); both may be empty.
 set(prefix "${WORK_DIR}/prefix")
 file(REMOVE_RECURSE "${WORK_DIR}")
 
@@ -32,16 +33,20 @@ if(EXISTS "${prefix}/include/src" OR EXISTS "${prefix}/include/nnops/../../src")
   message(FATAL_ERROR "internal headers leaked into the install tree")
 endif()
 
-run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/cmake/install_test" -B "${WORK_DIR}/build" -G "${GENERATOR}"
+set(toolchain_arg "")
+if(TOOLCHAIN_FILE)
+  set(toolchain_arg "-DCMAKE_TOOLCHAIN_FILE=${TOOLCHAIN_FILE}")
+endif()
+run(${CMAKE_COMMAND} -S "${SOURCE_DIR}/cmake/install_test" -B "${WORK_DIR}/build" -G "${GENERATOR}" ${toolchain_arg}
     -DCMAKE_CXX_COMPILER=${CXX_COMPILER} -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH=${prefix}
     -DASCEND_PATH=${prefix} -DEXAMPLE=${SOURCE_DIR}/src/ops/norm/group_normalization_grad/examples/aclnn_group_normalization_grad_example.cpp)
 run(${CMAKE_COMMAND} --build "${WORK_DIR}/build")
 
-run("${WORK_DIR}/build/example_find_package")
+run(${EMULATOR} "${WORK_DIR}/build/example_find_package")
 if(NOT last_output MATCHES "\\[PASS\\]")
   message(FATAL_ERROR "example_find_package did not pass:\n${last_output}")
 endif()
-run(${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${prefix}/lib" "${WORK_DIR}/build/example_cann_style")
+run(${CMAKE_COMMAND} -E env "LD_LIBRARY_PATH=${prefix}/lib" ${EMULATOR} "${WORK_DIR}/build/example_cann_style")
 if(NOT last_output MATCHES "\\[PASS\\]")
   message(FATAL_ERROR "example_cann_style did not pass:\n${last_output}")
 endif()

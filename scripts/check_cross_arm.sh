@@ -2,7 +2,8 @@
 # Compiles every library source and the SIMD conversion test for 64-bit Arm with Debian's cross compiler
 # (g++-aarch64-linux-gnu; install_deps.sh --cross-arm installs it). Highway builds NEON, SVE and SVE2 kernels
 # there. Nothing runs: this catches code that only builds on x86, e.g. SVE's sizeless vectors used as struct
-# members. .ci/run calls it.
+# members. CI no longer calls it: its step "arm" (scripts/run_arm_tests.sh) builds everything for aarch64
+# with warnings as errors and runs the suite under qemu. This stays as a one-minute local check.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CXX="${NNOPS_CXX_ARM:-aarch64-linux-gnu-g++}"

@@ -5,7 +5,13 @@
 #   --sanitizers   also the clang toolchain of the asan, tsan and fuzz presets (docs/reliability.md):
 #                  clang-14, its sanitizer and libFuzzer runtimes, LLVM's OpenMP (with the Archer TSan
 #                  tool) and llvm-symbolizer. .ci/run passes it.
-#   --cross-arm    also g++-aarch64-linux-gnu, for scripts/check_cross_arm.sh (.ci/run passes it).
+#   --cross-arm    also g++-aarch64-linux-gnu, for scripts/check_cross_arm.sh.
+#   --arm          the aarch64 test build (preset arm64; scripts/run_arm_tests.sh, .ci/run passes it): adds
+#                  the dpkg architecture arm64, then the cross compilers, qemu-user-static (qemu 7.2: NEON,
+#                  SVE, SVE2, settable vector length) and the arm64 multiarch libraries the build links and
+#                  the emulated programs load (libhwy-dev:arm64, libgtest-dev:arm64, libgmock-dev:arm64,
+#                  libgomp1:arm64; libc6:arm64 and libstdc++6:arm64 come with them). Multi-Arch: same
+#                  packages must match their amd64 versions, which one apt-get install call settles.
 set -euo pipefail
 
 PKGS=(cmake ninja-build g++ make pkg-config libhwy-dev libgtest-dev libgmock-dev googletest
@@ -14,9 +20,23 @@ for arg in "$@"; do
   case "$arg" in
     --sanitizers) PKGS+=(clang-14 libclang-rt-14-dev libomp-14-dev llvm-14) ;;
     --cross-arm) PKGS+=(g++-aarch64-linux-gnu) ;;
-    *) echo "install_deps: unknown option $arg (known: --sanitizers, --cross-arm)" >&2; exit 2 ;;
+    --arm) ARM=1
+           PKGS+=(g++-aarch64-linux-gnu gcc-aarch64-linux-gnu qemu-user-static
+                  libhwy-dev:arm64 libgtest-dev:arm64 libgmock-dev:arm64 libgomp1:arm64) ;;
+    *) echo "install_deps: unknown option $arg (known: --sanitizers, --cross-arm, --arm)" >&2; exit 2 ;;
   esac
 done
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+# The arm64 packages need the architecture in dpkg and its package lists (a fresh apt-get update).
+need_update=0
+if [ "${ARM:-0}" = 1 ] && ! dpkg --print-foreign-architectures | grep -qx arm64; then
+  echo "install_deps: adding the dpkg architecture arm64"
+  $SUDO dpkg --add-architecture arm64
+  need_update=1
+fi
 
 missing=()
 for p in "${PKGS[@]}"; do
@@ -25,10 +45,8 @@ for p in "${PKGS[@]}"; do
   fi
 done
 
-if [ ${#missing[@]} -gt 0 ]; then
+if [ ${#missing[@]} -gt 0 ] || [ "$need_update" = 1 ]; then
   echo "install_deps: installing ${missing[*]}"
-  SUDO=""
-  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
   export DEBIAN_FRONTEND=noninteractive
   $SUDO apt-get update -qq
   $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

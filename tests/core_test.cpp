@@ -163,5 +163,19 @@ TEST(Isa, ForceAndCap) {
   EXPECT_NE(bad.message().find("avx9000"), std::string::npos);
 }
 
+// Regression, found by the aarch64 suite under qemu with 128- and 256-bit SVE: Highway 1.0.3's
+// SupportedTargets() resets the dispatch choice without the targets that need one vector length (SVE2_128,
+// SVE_256), which it then reports as supported. Listing the targets before the first kernel call (as
+// `nnops info` does) made dispatch pick sve2 instead of sve2_128 or sve_256.
+TEST(Isa, ListingTheTargetsKeepsTheBestOne) {
+  ASSERT_TRUE(force_isa_for_testing(0).is_ok());  // normal dispatch
+  const auto isas = testing::runnable_isas();     // compiled_isas(), which asks Highway what is supported
+  ASSERT_FALSE(isas.empty());
+  EXPECT_EQ(current_isa(), isas.front().name);
+  ASSERT_TRUE(set_max_isa("native").is_ok());
+  (void)compiled_isas();
+  EXPECT_EQ(current_isa(), isas.front().name);
+}
+
 }  // namespace
 }  // namespace nnops

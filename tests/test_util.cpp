@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <sstream>
 
 #include "src/core/layout.hpp"
 
@@ -15,8 +17,27 @@ std::vector<CpuIsa> runnable_isas() {
   return out;
 }
 
+std::vector<CpuIsa> test_isas() {
+  const std::vector<CpuIsa> all = runnable_isas();
+  const char* env = std::getenv("NNOPS_TEST_ISAS");
+  if (!env || !*env) return all;
+  std::string list(env);
+  for (char& c : list)
+    if (c == ',') c = ' ';
+  std::istringstream in(list);
+  std::vector<std::string> names;
+  for (std::string name; in >> name;) names.push_back(name);
+  std::vector<CpuIsa> out;  // in runnable_isas() order, best first
+  for (const CpuIsa& isa : all)
+    if (std::find(names.begin(), names.end(), isa.name) != names.end()) out.push_back(isa);
+  for (const std::string& name : names)
+    if (std::none_of(all.begin(), all.end(), [&](const CpuIsa& isa) { return isa.name == name; }))
+      ADD_FAILURE() << "NNOPS_TEST_ISAS names '" << name << "', which this CPU cannot run";
+  return out;
+}
+
 void for_each_isa(const std::function<void(const std::string&)>& body) {
-  const std::vector<CpuIsa> isas = runnable_isas();
+  const std::vector<CpuIsa> isas = test_isas();
   ASSERT_FALSE(isas.empty());
   for (const CpuIsa& isa : isas) {
     SCOPED_TRACE("isa=" + isa.name);
@@ -25,6 +46,11 @@ void for_each_isa(const std::function<void(const std::string&)>& body) {
     body(isa.name);
   }
   ASSERT_TRUE(force_isa_for_testing(0).is_ok());
+}
+
+bool quick_mode() {
+  const char* env = std::getenv("NNOPS_TEST_QUICK");
+  return env && *env && std::strcmp(env, "0") != 0;
 }
 
 void fill_random(HostBuffer& b, std::mt19937_64& rng, double lo_exp, double hi_exp) {

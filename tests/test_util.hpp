@@ -20,9 +20,20 @@ using detail::HostBuffer;
 /// Names of the compiled targets this CPU can run, best first.
 std::vector<CpuIsa> runnable_isas();
 
-/// Runs body once per runnable target, with dispatch forced to it (SCOPED_TRACE names the target), and
-/// restores normal dispatch afterwards.
+/// The targets for_each_isa runs: every runnable one, or those named in the environment variable
+/// NNOPS_TEST_ISAS (comma- or space-separated, e.g. "sve2,sve"; scripts/run_arm_tests.sh sets it per
+/// configuration). A named target that this CPU cannot run is a test failure, so a configuration never
+/// passes by running nothing.
+std::vector<CpuIsa> test_isas();
+
+/// Runs body once per target of test_isas(), with dispatch forced to it (SCOPED_TRACE names the target),
+/// and restores normal dispatch afterwards.
 void for_each_isa(const std::function<void(const std::string& isa)>& body);
+
+/// True when the environment variable NNOPS_TEST_QUICK is set to a value other than "" or "0": the few
+/// tests too slow for an emulator (scripts/run_arm_tests.sh runs the aarch64 suite under qemu) then run a
+/// documented reduced form, with every size class and tail case but fewer repetitions.
+bool quick_mode();
 
 /// Fills b with values x * 10^e, x uniform in [-1, 1), e uniform in [lo_exp, hi_exp], rounded to dtype.
 void fill_random(HostBuffer& b, std::mt19937_64& rng, double lo_exp = 0, double hi_exp = 0);

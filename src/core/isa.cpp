@@ -31,6 +31,17 @@ std::string lower(std::string s) {
   return s;
 }
 
+// hwy::SupportedTargets(), leaving the dispatch choice as the first dynamic dispatch would make it. NB:
+// outside its test mode, Highway 1.0.3's SupportedTargets() resets the choice from the targets it detected
+// before adding those that need one SVE vector length (SVE2_128, SVE_256), which it then returns; left so,
+// kernels called afterwards run sve2 on a 128-bit SVE2 or a 256-bit SVE CPU. Choosing again from what it
+// returned is what its own dispatch does.
+int64_t supported_targets() {
+  const int64_t supported = hwy::SupportedTargets();
+  hwy::GetChosenTarget().Update(supported);
+  return supported;
+}
+
 std::vector<int64_t> compiled_bits() {
   std::vector<int64_t> out;
   for (int64_t t = HWY_TARGETS; t != 0; t &= t - 1) out.push_back(t & -t);  // lowest bit = best
@@ -71,7 +82,7 @@ void init_dispatch() {
 }  // namespace detail
 
 std::vector<CpuIsa> compiled_isas() {
-  const int64_t supported = hwy::SupportedTargets();
+  const int64_t supported = supported_targets();
   std::vector<CpuIsa> out;
   for (int64_t bit : compiled_bits()) out.push_back({lower(hwy::TargetName(bit)), bit, (supported & bit) != 0});
   return out;
@@ -93,7 +104,7 @@ Status force_isa_for_testing(long long bits) {
   if (bits == 0) return Status::ok();
   if ((bits & HWY_TARGETS) == 0 || (bits & (bits - 1)) != 0)
     return Status(StatusCode::kInvalidArgument, "force_isa_for_testing: not a single compiled target");
-  if ((bits & hwy::SupportedTargets()) == 0)
+  if ((bits & supported_targets()) == 0)
     return Status(StatusCode::kUnsupported,
                   std::string("force_isa_for_testing: this CPU cannot run ") + hwy::TargetName(bits));
   hwy::SetSupportedTargetsForTest(bits);
