@@ -13,6 +13,8 @@ exits 1 if a promise is broken:
   - InplaceApplyPowerSign float32 runs the float64 path everywhere: one NaN-agnostic class.
   - InplaceApplyPowerSign float16/bfloat16: every target with fused multiply-add runs the same per-lane
     float32 path, every other target the float64 path: one NaN-agnostic class each.
+  - GroupNorm and GroupNormBackward use no fused multiply-add and canonical 16-lane float64 sums: one
+    NaN-agnostic class on every target and vector length.
 GroupNormalizationGrad is reported only: its results depend on fused multiply-add and, through the
 order of the float64 block sums, on the number of float64 lanes.
 """
@@ -62,6 +64,9 @@ def main(argv):
         if len(nan) != len(raw):
             for i, c in enumerate(nan):
                 print("  NaN-agnostic %c: %s" % (chr(ord("A") + i), " ".join(c)))
+        if key[0] in ("group_norm", "group_norm_backward") and len(nan) > 1:
+            problems.append("%s %s %s: targets disagree: %s" %
+                            (key[0], key[1], key[2], "; ".join(" ".join(c) for c in nan)))
         if key[0] == "inplace_apply_power_sign":
             if key[1] == "float32":
                 groups = {"all targets": entries}
@@ -77,7 +82,8 @@ def main(argv):
             print("cross_isa_report: FAILED: " + p, file=sys.stderr)
         if problems:
             return 1
-        print("cross_isa_report: InplaceApplyPowerSign agrees wherever its design says it must")
+        print("cross_isa_report: InplaceApplyPowerSign, GroupNorm and GroupNormBackward agree wherever their "
+              "design says they must")
     return 0
 
 

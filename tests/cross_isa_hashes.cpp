@@ -2,7 +2,8 @@
 // targets, vector lengths and machines (docs/reliability.md, "Cross-ISA agreement"; scripts/run_arm_tests.sh
 // runs it for every ARM configuration, scripts/cross_isa_report.py compares the hashes with x86's).
 //
-// Output, one line per operator, dtype, case set and target:
+// Output, one line per operator, dtype, case set and target (every operator of the list has the set
+// "generated", from its descriptor; the two older operators also have hand-made sets):
 //   <op> <dtype> <set> <isa> <vector bits> raw=<hash of the output bytes> nan=<the same, every NaN counted alike>
 // The inputs are built from integers with exact operations only (small sums, scaling by powers of two), so
 // they are the same bits on every machine. Each case runs on 1 and on 2 threads; different bits are an
@@ -18,6 +19,7 @@
 
 #include "nnops/nnops.hpp"
 #include "src/core/host_buffer.hpp"
+#include "src/ops/op_desc.hpp"
 
 // The vector length of the target dispatch picks (Highway 1.0.3's libhwy does not export VectorBytes).
 #undef HWY_TARGET_INCLUDE
@@ -190,6 +192,40 @@ void ps_cases(DType t, bool special, Hash& h) {
   }
 }
 
+// Every operator of the list (set "generated"): its descriptor's problems on its test shapes (auxiliary tensors
+// in float32 and in T by turns), through the one execution path. The generators use integer hashing and
+// correctly rounded double arithmetic only, so the inputs are the same bits on every machine.
+void desc_cases(const nnops::ops::OpDesc& d, DType t, Hash& h) {
+  uint64_t seed = 1;
+  for (const auto& shape : d.test_shapes) {
+    const bool aux = seed % 2 == 0;
+    nnops::ops::ProblemSpec spec;
+    spec.dtype = t;
+    spec.shape = shape;
+    spec.seed = seed++;
+    spec.aux_like_t = aux;
+    const nnops::ops::Problem before = d.make_problem(spec);
+    nnops::ops::Problem out[2] = {before.clone(), before.clone()};
+    for (int k = 0; k < 2; ++k) {
+      const std::vector<nnops::TensorView> v = out[k].views();
+      const nnops::Status s = nnops::ops::run_prepared(d.name, d.prepare, v.data(), out[k].attrs, Context{k + 1});
+      if (!s) {
+        std::fprintf(stderr, "nnops_isa_hashes: %s\n", s.message().c_str());
+        std::exit(2);
+      }
+    }
+    for (std::size_t i = 0; i < d.tensors.size(); ++i) {
+      if (d.tensors[i].role == nnops::ops::Role::kIn) continue;
+      if (!out[0].t[i].same_bytes(out[1].t[i])) {
+        std::fprintf(stderr, "nnops_isa_hashes: %s %s %s: 1 and 2 threads differ\n", d.name, nnops::dtype_name(t),
+                     d.tensors[i].name);
+        failed = true;
+      }
+      h.add(out[0].t[i]);
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -234,6 +270,11 @@ int main() {
       print("inplace_apply_power_sign", "ordinary", ps);
       ps_cases(t, true, pss);
       print("inplace_apply_power_sign", "special", pss);
+      for (const nnops::ops::OpDesc* d : nnops::ops::all_ops()) {
+        Hash g;
+        desc_cases(*d, t, g);
+        print(d->name, "generated", g);
+      }
       std::fflush(stdout);
     }
   }
