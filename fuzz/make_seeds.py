@@ -3,6 +3,7 @@
     python3 fuzz/make_seeds.py
 The seeds are small, valid (or nearly valid) inputs that reach deep into each parser; the fuzzers mutate
 them. The input formats are described at the top of each fuzz_*.cpp."""
+import base64
 import os
 import struct
 
@@ -128,6 +129,8 @@ acl = {
     "gnb_in_place": main(GNB, 0, F16, [2, 8, 9], 2) + alias(5, 0),
     "gnb_dgamma_only": main(GNB, 0, F32, [2, 4, 6], 2) + rec(0, 15, 0x2 << 8 | 3) + rec(5, 8, 8) + rec(7, 8, 8),
     "gnb_bad_mask": main(GNB, 0, F32, [2, 4, 6], 2) + rec(0, 15, 2),
+    # Found by CI's fuzz run: N, C, HxW whose product overflows int64 (UBSan caught an unchecked N * C * HxW).
+    "gnb_overflow_dims": base64.b64decode("AwABAQH9BwUIAwCAAAAAAgAAHAAAAPDw8PDw8PDw8PDw8PDw8PDw8PDw8PDw8PDw8PDw8AAAAAAAAA=="),
 }
 for name, data in acl.items():
     write("fuzz_aclnn", name, data)

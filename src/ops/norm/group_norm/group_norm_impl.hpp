@@ -61,10 +61,11 @@ inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
 
 Plan make_plan(const Args& a, const Context& ctx);
 
-/// Groups per channels-last work unit (shared with GroupNormBackward): enough whole groups for a multiple of 16
-/// channels (full float32 vectors on every x86 target) where the group size allows, but a unit of at most
-/// 1 MiB (`arrays` tensors of cpg * hw elements per group) unless one group is larger.
-int64_t channels_last_chunk(int64_t cpg, int64_t hw, int64_t groups, DType dtype, int arrays);
+/// Groups per channels-last work unit (shared with GroupNormBackward): as many as possible, so that a unit
+/// reads whole rows, but no more than 1024 channels (its lane accumulators stay in L2) and few enough that the
+/// N samples give every thread a unit; rounded down to a multiple of 16 channels where the group size allows.
+/// The results do not depend on it (per-channel canonical sums).
+int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads);
 
 /// One group's mean and variance from the one-pass shifted sums S1 = sum (x - K), S2 = sum (x - K)^2 over its
 /// m elements (K: one of them). ok = false when the variance is not certified within 2^-30 of its value (then

@@ -212,13 +212,27 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
   EXPECT_EQ(p.num_threads, 2);
   a.layout = gn::Layout::kNHWC;
   p = gn::make_plan(a, Context{2});
-  // 10 channels per group: chunks of 8 groups (80 channels, a multiple of 16) would read 80 * 4096 * 4 bytes
-  // = 1.25 MiB per unit; the plan keeps a unit within 1 MiB: 6 groups.
-  EXPECT_EQ(p.chunk_groups, 6);
-  EXPECT_EQ(p.units, 2 * 6);
-  a.hw = 64;  // small groups: whole multiples of 16 channels
+  // Whole rows: N = 2 feeds both threads with one unit per sample.
+  EXPECT_EQ(p.chunk_groups, 32);
+  EXPECT_EQ(p.units, 2);
+  a.n = 1;  // one sample, two threads: two halves of 160 channels (a multiple of 16)
   p = gn::make_plan(a, Context{2});
-  EXPECT_EQ(p.chunk_groups, 8);
+  EXPECT_EQ(p.chunk_groups, 16);
+  EXPECT_EQ(p.units, 2);
+  a.n = 1, a.c = 30, a.groups = 3;  // 3 groups of 10 for 2 threads: 2 (20 channels) and 1
+  EXPECT_EQ(gn::make_plan(a, Context{2}).chunk_groups, 2);
+  // 80 channels per group (a multiple of 16, so any group count aligns): at most 1024 channels a unit gives
+  // 3 chunks, of 11, 11 and 10 groups.
+  a.n = 2, a.c = 2560, a.groups = 32;
+  p = gn::make_plan(a, Context{1});
+  EXPECT_EQ(p.chunk_groups, 11);
+  EXPECT_EQ(p.units, 2 * 3);
+  // 20 channels per group, 60 groups: 2 chunks of 30, rounded down to 28 (4 groups make 80 channels, a multiple
+  // of 16), so 3 units a sample.
+  a.c = 60 * 20, a.groups = 60;
+  p = gn::make_plan(a, Context{1});
+  EXPECT_EQ(p.chunk_groups, 28);
+  EXPECT_EQ(p.units, 2 * 3);
   a.n = 1, a.c = 4, a.hw = 4, a.groups = 2;  // tiny: one thread
   EXPECT_EQ(gn::make_plan(a, Context{8}).num_threads, 1);
 }

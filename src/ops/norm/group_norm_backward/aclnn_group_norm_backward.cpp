@@ -56,12 +56,11 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
                                                       "; expected " + dtype_name(v[gn_bwd::kMean].dtype()) +
                                                       " (the dtype of mean)");
     }
-    const int64_t want = N * C * HxW;  // N, C, HxW come from the caller: checked for overflow first
+    // N, C and HxW come from the caller: their product is checked for overflow before any use.
     int64_t nc = 0, nchw = 0;
     if (N < 0 || C < 0 || HxW < 0 || __builtin_mul_overflow(N, C, &nc) || __builtin_mul_overflow(nc, HxW, &nchw)) {
       return Status(StatusCode::kInvalidArgument, "N * C * HxW overflows or a factor is negative");
     }
-    (void)want;
     for (int i : {gn_bwd::kDy, gn_bwd::kX, gn_bwd::kDx}) {
       TensorView& t = v[i];
       if (t.is_none() || (i == gn_bwd::kDx && !mask[0])) continue;
@@ -69,9 +68,11 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
         return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has " + std::to_string(t.numel()) +
                                                         " elements; expected N * C * HxW = " + std::to_string(nchw));
       }
+      // With a zero dim the other dims' product can exceed int64: overflow means "not HxW".
       int64_t hw = 1;
-      for (int k = 2; k < t.rank(); ++k) hw *= t.dim(k);
-      const bool nc_dims = t.rank() >= 2 && t.dim(0) == N && t.dim(1) == C && hw == HxW;
+      bool hw_ok = true;
+      for (int k = 2; k < t.rank() && hw_ok; ++k) hw_ok = !__builtin_mul_overflow(hw, t.dim(k), &hw);
+      const bool nc_dims = hw_ok && t.rank() >= 2 && t.dim(0) == N && t.dim(1) == C && hw == HxW;
       if (!nc_dims) {
         if (!t.is_contiguous()) {
           return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has shape " + t.shape_string() +

@@ -18,15 +18,15 @@ Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
   const int64_t cpg = a.cpg();
   int64_t cols = cpg;
+  int threads = resolve_num_threads(ctx);
+  if (a.numel() < kMinParallelElements) threads = 1;
   if (a.layout == Layout::kNHWC) {
-    p.chunk_groups = gn::channels_last_chunk(cpg, a.hw, a.groups, a.dtype, 2);  // dy and x
+    p.chunk_groups = gn::channels_last_chunk(a.n, cpg, a.groups, threads);
     p.units = a.n * ((a.groups + p.chunk_groups - 1) / p.chunk_groups);
     cols = p.chunk_groups * cpg;
   } else {
     p.units = a.n * a.groups;
   }
-  int threads = resolve_num_threads(ctx);
-  if (a.numel() < kMinParallelElements) threads = 1;
   p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, std::max<int64_t>(p.units, a.c))));
   // Per thread: 2 x 16 lane accumulators per column, then per column the mean and the three float32 dx
   // constants (mean_hi, mean_lo, k1) and the group constants k2, k3.
