@@ -155,24 +155,27 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
   } else if constexpr (kPath == 1) {
     for (; i + kStep <= n; i += kStep) {
       // Float vector q covers accumulators 2q and 2q + 1.
-#define NNOPS_GN_F16(J)                                                               \
-  if constexpr ((J) % 2 == 0) {                                                       \
-    const size_t o = i + (J)*L;                                                       \
-    const auto p = hn::Mul(LoadF32(df, dy + o), LoadF32(df, gamma + o));              \
-    hn::Vec<GnDH> xlo, xhi;                                                           \
-    if constexpr (NNOPS_NATIVE_F16) { /* hardware conversion: one per half */         \
-      xlo = LoadF32(dh, x + o);                                                       \
-      xhi = LoadF32(dh, x + o + L);                                                   \
-    } else { /* integer sequence: once per full vector, then split */                 \
-      const auto vx = LoadF32(df, x + o);                                             \
-      xlo = hn::LowerHalf(dh, vx);                                                    \
-      xhi = hn::UpperHalf(dh, vx);                                                    \
-    }                                                                                 \
-    NNOPS_GN_ADD(J, hn::PromoteTo(dd, hn::LowerHalf(dh, p)), hn::PromoteTo(dd, xlo)); \
-    pending_hi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));                             \
-    pending_xhi = hn::PromoteTo(dd, xhi);                                             \
-  } else {                                                                            \
-    NNOPS_GN_ADD(J, pending_hi, pending_xhi);                                         \
+#define NNOPS_GN_F16(J)                                                                          \
+  if constexpr ((J) % 2 == 0) {                                                                  \
+    const size_t o = i + (J)*L;                                                                  \
+    const auto p = hn::Mul(LoadF32(df, dy + o), LoadF32(df, gamma + o));                         \
+    hn::Vec<GnDH> xlo, xhi;                                                                      \
+    if constexpr (NNOPS_NATIVE_F16 && hn::MaxLanes(GnDH()) >= 8) {                               \
+      /* F16C on AVX-512: a half is 8 float16 (a 128-bit memory operand), one conversion each */ \
+      xlo = LoadF32(dh, x + o);                                                                  \
+      xhi = LoadF32(dh, x + o + L);                                                              \
+    } else {                                                                                     \
+      /* once per full vector, then split (AVX2: the 64-bit halves were a load and a conversion  \
+         each; without F16C the integer sequence runs once) */                                   \
+      const auto vx = LoadF32(df, x + o);                                                        \
+      xlo = hn::LowerHalf(dh, vx);                                                               \
+      xhi = hn::UpperHalf(dh, vx);                                                               \
+    }                                                                                            \
+    NNOPS_GN_ADD(J, hn::PromoteTo(dd, hn::LowerHalf(dh, p)), hn::PromoteTo(dd, xlo));            \
+    pending_hi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));                                        \
+    pending_xhi = hn::PromoteTo(dd, xhi);                                                        \
+  } else {                                                                                       \
+    NNOPS_GN_ADD(J, pending_hi, pending_xhi);                                                    \
   }
       GnVD pending_hi, pending_xhi;
       NNOPS_GN_FOR_K(NNOPS_GN_F16);
