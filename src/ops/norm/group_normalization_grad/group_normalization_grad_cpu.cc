@@ -183,12 +183,14 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     }
   } else {
     // bfloat16 has 8-bit significands, so dy*gamma (16 bits) is exact in float32 unless it leaves float32's
-    // normal range. Downwards that needs a nonzero |dy| or |gamma| below 2^-63 (the block tracks the smallest
-    // nonzero magnitudes); upwards the product becomes Inf, and with Inf/NaN inputs s1 is non-finite. Either
-    // way the block is recomputed on path 0 (same sums, as the NB says). Zeros, common in dy, stay here.
+    // normal range. Downwards that needs both factors nonzero and one of them below 2^-63 in magnitude (the
+    // block tracks the smallest such factor); upwards the product becomes Inf, and with Inf/NaN inputs s1 is
+    // non-finite. Either way the block is recomputed on path 0 (same sums, as the NB says). Zeros, common
+    // in dy, stay here.
     const hn::RebindToUnsigned<GnDF> du;
     const hn::Repartition<uint16_t, GnDF> du16;
-    // min over lanes of 2*|bits| - 1 (wrapping): zero maps to 0xFFFF and never lowers the minimum.
+    // min over lanes of min(2*|dy bits|, 2*|gamma bits|) - 1 (wrapping): a zero factor (an exact zero
+    // product) maps to 0xFFFF and never lowers the minimum.
     auto vmin = hn::Set(du16, 0xFFFFu);
     const auto one = hn::Set(du16, 1u);
     for (; i + kStep <= n; i += kStep) {
@@ -200,7 +202,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     const size_t o = i + (V)*4 * L;                                                                                 \
     const auto rdy = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(dy + o));                                    \
     const auto rg = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(gamma + o));                                  \
-    vmin = hn::Min(vmin, hn::Min(hn::Sub(hn::Add(rdy, rdy), one), hn::Sub(hn::Add(rg, rg), one)));                  \
+    vmin = hn::Min(vmin, hn::Sub(hn::Min(hn::Add(rdy, rdy), hn::Add(rg, rg)), one));                                \
     const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + o)));                     \
     const auto udy = hn::BitCast(du, rdy), ug = hn::BitCast(du, rg);                                                \
     const auto pe = hn::Mul(Bf16Even(du, udy), Bf16Even(du, ug));                                                   \
