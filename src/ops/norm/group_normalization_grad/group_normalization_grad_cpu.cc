@@ -75,16 +75,31 @@ HWY_INLINE void AddOne(double dyv, double gv, double xv, double mean, double* a1
   *a1 += p;
 }
 
-// Elements [i, n) in scalar code, continuing their virtual lanes; then the two sums.
+// One stored element as a double (exact).
+template <typename T>
+HWY_INLINE double ElemToDouble(const T& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    return hwy::F32FromBF16(v);
+  } else {  // the target's float16 conversion on one lane
+    return hn::GetLane(LoadF32(hn::CappedTag<float, 1>(), &v));
+  }
+}
+
+// Elements [i, n) in scalar code, continuing their virtual lanes; then the two sums. Lane by lane (each lane
+// still in element order), so that its two accumulators stay in registers: targets without float64 vectors
+// run whole blocks through here.
 template <typename T>
 HWY_INLINE void FinishBlock(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t i,
                             size_t n, double mean, double* a1, double* as, double* s1, double* s) {
-  const DType t = std::is_same_v<T, float>            ? DType::kFloat32
-                  : std::is_same_v<T, hwy::float16_t> ? DType::kFloat16
-                                                      : DType::kBFloat16;
-  for (; i < n; ++i) {
-    AddOne(load_as_double(dy, t, i), load_as_double(gamma, t, i), load_as_double(x, t, i), mean, &a1[i % kSumLanes],
-           &as[i % kSumLanes]);
+  for (size_t l = 0; l < kSumLanes && i < n; ++l) {
+    double t1 = a1[l], ts = as[l];
+    for (size_t j = i + (l + kSumLanes - i % kSumLanes) % kSumLanes; j < n; j += kSumLanes) {
+      AddOne(ElemToDouble(dy[j]), ElemToDouble(gamma[j]), ElemToDouble(x[j]), mean, &t1, &ts);
+    }
+    a1[l] = t1;
+    as[l] = ts;
   }
   *s1 = ReduceLanes(a1);
   *s = ReduceLanes(as);
