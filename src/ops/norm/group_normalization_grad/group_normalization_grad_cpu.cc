@@ -155,16 +155,24 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
   const GnVD vmean = hn::Set(dd, mean);
   GnVD a0 = hn::Zero(dd), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   GnVD b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
-  // Elements per step: one pass over all K accumulators (path 2 on 8 lanes: a 32-element vector).
-  constexpr size_t kStep = kPath == 2 ? HWY_MAX(kSumLanes, 4 * L) : kSumLanes;
+  // Elements per step: 32 with 8 lanes (two passes over the K = 2 accumulators, in element order; path 2:
+  // one 32-element vector), else one pass of 16.
+  constexpr size_t kStep = L == 8 ? 2 * kSumLanes : kSumLanes;
   size_t i = 0;
   if constexpr (kPath == 0) {
     for (; i + kStep <= n; i += kStep) {
-#define NNOPS_GN_WIDE(J)                                                                                             \
-  NNOPS_GN_ADD(                                                                                                      \
-      J, hn::Mul(hn::PromoteTo(dd, LoadF32(dh, dy + i + (J)*L)), hn::PromoteTo(dd, LoadF32(dh, gamma + i + (J)*L))), \
-      hn::PromoteTo(dd, LoadF32(dh, x + i + (J)*L)))
-      NNOPS_GN_FOR_K(NNOPS_GN_WIDE);
+#define NNOPS_GN_WIDE(J)                                                                                               \
+  NNOPS_GN_ADD(                                                                                                        \
+      J, hn::Mul(hn::PromoteTo(dd, LoadF32(dh, dy + ib + (J)*L)), hn::PromoteTo(dd, LoadF32(dh, gamma + ib + (J)*L))), \
+      hn::PromoteTo(dd, LoadF32(dh, x + ib + (J)*L)))
+      {
+        const size_t ib = i;
+        NNOPS_GN_FOR_K(NNOPS_GN_WIDE);
+      }
+      if constexpr (kStep > kSumLanes) {
+        const size_t ib = i + kSumLanes;
+        NNOPS_GN_FOR_K(NNOPS_GN_WIDE);
+      }
 #undef NNOPS_GN_WIDE
     }
   } else if constexpr (kPath == 1) {
@@ -172,7 +180,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
       // Float vector q covers accumulators 2q and 2q + 1.
 #define NNOPS_GN_F16(J)                                                                          \
   if constexpr ((J) % 2 == 0) {                                                                  \
-    const size_t o = i + (J)*L;                                                                  \
+    const size_t o = ib + (J)*L;                                                                 \
     const auto p = hn::Mul(LoadF32(df, dy + o), LoadF32(df, gamma + o));                         \
     hn::Vec<GnDH> xlo, xhi;                                                                      \
     if constexpr (NNOPS_NATIVE_F16 && hn::MaxLanes(GnDH()) >= 8) {                               \
@@ -193,7 +201,14 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     NNOPS_GN_ADD(J, pending_hi, pending_xhi);                                                    \
   }
       GnVD pending_hi, pending_xhi;
-      NNOPS_GN_FOR_K(NNOPS_GN_F16);
+      {
+        const size_t ib = i;
+        NNOPS_GN_FOR_K(NNOPS_GN_F16);
+      }
+      if constexpr (kStep > kSumLanes) {
+        const size_t ib = i + kSumLanes;
+        NNOPS_GN_FOR_K(NNOPS_GN_F16);
+      }
 #undef NNOPS_GN_F16
     }
   } else {
