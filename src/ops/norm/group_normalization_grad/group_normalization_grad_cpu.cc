@@ -6,10 +6,11 @@
 // kSumLanes), so the sums are bitwise the same on every vector width. float32 products (24x24 bits) are
 // formed in float64. For the half types the product is formed in float32, which is exact there, and only
 // it and x are widened (half the conversions): always for float16 (11x11 bits, range [2^-48, 2^32]); for
-// bfloat16 (8x8 bits) unless a product can leave float32's normal range, which the block checks (smallest
-// nonzero |dy|, |gamma| below 2^-63, or a non-finite s1) and then recomputes with float64 products. Either
-// way s1 and S are float64 sums of the same exact products in the same order, so the error argument of
-// kBoundC (impl header) is unchanged and the path a block takes does not change a bit. Pass 2 is float32:
+// bfloat16 (8x8 bits) unless a product can leave float32's normal range, which the block checks (a lane
+// with both factors nonzero and one below 2^-63, or a non-finite s1) and then recomputes with float64
+// products. Either way s1 and S are float64 sums of the same exact products in the same order, so the
+// error argument of kBoundC (impl header) is unchanged and the path a block takes does not change a bit.
+// Pass 2 is float32:
 //   dx_i = gamma_i * ((rstd*dy_i - k0) + k1*(mean - x_i)),  k0 = rstd*s1/M,  k1 = rstd^3*S/M,
 // which is SPEC.md's (rstd/M)*gamma*(M*dy - s1 - xhat*s2) with s2 = rstd*S, regrouped so that each
 // element costs one subtraction, one multiply and two fused multiply-adds (NB in GnGradApply). bfloat16
@@ -49,8 +50,8 @@ namespace HWY_NAMESPACE {
 // elements left after the last full step continue their lanes in scalar code. The float64 sums are
 // therefore bitwise the same on every vector width: s1 on every target, S (and dx, whose pass 2 also
 // fuses) on all targets with FMA (AVX2, AVX-512, NEON, SVE) and on all without (SSE4, SSSE3, EMU128,
-// scalar). The 16 lanes are also 4 + 4 independent accumulators on AVX2 and 2 + 2 on AVX-512, enough to
-// hide the add latency (the former 2 + 2 on AVX2 were not). The products dy*gamma are exact in float64
+// scalar). The 16 lanes are also 4 + 4 independent accumulators on AVX2 and 2 + 2 on AVX-512 (each taking
+// two vectors per step there), enough to hide the add latency. The products dy*gamma are exact in float64
 // (24 x 24 bits), so s1 and S are float64 sums of the same exact products on every path below; which
 // path a block takes (the bfloat16 range check) depends on its data only and does not change a bit.
 constexpr size_t kSumLanes = 16;

@@ -182,8 +182,8 @@ HWY_INLINE void UpdateF64(DD dd, const WideScalars k, hn::Vec<DD> v, hn::Vec<DD>
   // sign(m_new) * sign(grad) from the sign of the product. It cannot underflow to zero or overflow: the
   // inputs are float32-range values, so a nonzero grad is >= 2^-149 and a nonzero m_new >= 2^-298 (a sum
   // of multiples of 2^-298) in magnitude, both below 2^129, and the product is 0 exactly when a factor is. Where it is
-  // NaN (m_new NaN, grad NaN, or m_new = +-Inf with grad = 0) both tests fail and the sign_gm = 0 coefficient is taken;
-  // the NaN cases are settled below.
+  // NaN (m_new NaN, grad NaN, or m_new = +-Inf with grad = 0) both comparisons fail and the sign_gm = 0 coefficient is
+  // taken (the sign path takes another; see the NB above); the NaN cases are settled below.
   const auto prod = hn::Mul(mn, g);
   hn::Vec<DD> coef;
   if constexpr (kFinite && NNOPS_PS_SIGN_BLEND) {
