@@ -121,6 +121,18 @@ HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Bf16RoundedBits(DF /*df*/, hn::Vec<
   return hn::IfThenElse(hn::RebindMask(du, hn::IsNaN(v)), hn::Or(bits, hn::Set(du, 0x00400000u)), rounded);
 }
 
+// Bf16RoundedBits without its NaN fix-up (3 operations fewer per vector), for values whose NaNs all have
+// zero low 16 bits: NaNs widened from bfloat16, the default NaN, float32 NaN constants with zero low halves
+// (e.g. std::numeric_limits<float>::quiet_NaN()), and any NaN arithmetic makes from these (it only sets the
+// quiet bit, bit 22). Rounding adds at most 0x8000 to the bits, which then cannot carry out of such a NaN's
+// low half, so the upper half stays that NaN. Inf and overflow round as in Bf16RoundedBits.
+template <class DF>
+HWY_INLINE hn::Vec<hn::RebindToUnsigned<DF>> Bf16RoundedBitsShortNaN(DF /*df*/, hn::Vec<DF> v) {
+  const hn::RebindToUnsigned<DF> du;
+  const auto bits = hn::BitCast(du, v);
+  return hn::Add(hn::Add(bits, hn::Set(du, 0x7FFFu)), hn::And(hn::ShiftRight<16>(bits), hn::Set(du, 1u)));
+}
+
 template <class DF>
 HWY_INLINE hn::Vec<hn::Rebind<uint16_t, DF>> ToStorageBits(DF df, hn::Vec<DF> v, const hwy::bfloat16_t*) {
   const hn::Rebind<uint16_t, DF> du16;

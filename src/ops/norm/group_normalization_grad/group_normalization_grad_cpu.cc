@@ -2,24 +2,29 @@
 //
 // Two passes per group. Pass 1 forms s1 = sum dy*gamma and S = sum dy*gamma*(x - mean) in float64
 // from exact products (so cancellation in the sums costs nothing), per block of kBlock elements; blocks
-// are added in order. float32 products (24x24 bits) are formed in float64. For the half types the
-// product is formed in float32, which is exact there, and only it and x are widened (half the
-// conversions): always for float16 (11x11 bits, range [2^-48, 2^32]); for bfloat16 (8x8 bits) unless a
-// product can leave float32's normal range, which the block checks (smallest nonzero |dy|, |gamma|
-// below 2^-63, or a non-finite s1) and then recomputes with float64 products. Either way s1 and S are
-// float64 sums of the same exact products, so the error argument of kBoundC (impl header) is unchanged;
-// which path a block takes depends on its data only, never on the thread count. Pass 2 is float32:
-//   dx_i = gamma_i * ((rstd*dy_i - k0) - k1*(x_i - mean)),  k0 = rstd*s1/M,  k1 = rstd^3*S/M,
+// are added in order. Within a block the order is fixed by the element index alone (16 lanes; NB at
+// kSumLanes), so the sums are bitwise the same on every vector width. float32 products (24x24 bits) are
+// formed in float64. For the half types the product is formed in float32, which is exact there, and only
+// it and x are widened (half the conversions): always for float16 (11x11 bits, range [2^-48, 2^32]); for
+// bfloat16 (8x8 bits) unless a product can leave float32's normal range, which the block checks (a lane
+// with both factors nonzero and one below 2^-63, or a non-finite s1) and then recomputes with float64
+// products. Either way s1 and S are float64 sums of the same exact products in the same order, so the
+// error argument of kBoundC (impl header) is unchanged and the path a block takes does not change a bit.
+// Pass 2 is float32:
+//   dx_i = gamma_i * ((rstd*dy_i - k0) + k1*(mean - x_i)),  k0 = rstd*s1/M,  k1 = rstd^3*S/M,
 // which is SPEC.md's (rstd/M)*gamma*(M*dy - s1 - xhat*s2) with s2 = rstd*S, regrouped so that each
-// element costs one subtraction, two multiplies and one fused multiply-add. bfloat16 vectors are split
-// into even and odd elements (one integer operation per float vector each way) in both passes.
+// element costs one subtraction, one multiply and two fused multiply-adds (NB in GnGradApply). bfloat16
+// vectors are split into even and odd elements (one integer operation per float vector each way) in both
+// passes.
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
+#include <utility>
 
 #include "src/core/check.hpp"
 #include "src/core/parallel.hpp"
@@ -36,160 +41,299 @@ HWY_BEFORE_NAMESPACE();
 namespace nnops {
 namespace HWY_NAMESPACE {
 
-// Pass 1 over n elements of one block, every product formed in float64: *s1 = sum dy*gamma,
-// *s = sum dy*gamma*(x - mean). Used for float32 (24x24-bit products need float64) and as the fallback of
-// the half-type blocks below.
-template <typename T>
-HWY_NOINLINE void GnGradBlockSumsWide(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
-                                      size_t n, double mean, double* s1, double* s) {
-#if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
-  // NB: loading half-width float vectors and widening each straight to double costs one conversion per
-  // lane; loading full float vectors and splitting them would add a cross-lane shuffle per half.
-  const hn::ScalableTag<double> dd;
-  const hn::Rebind<float, decltype(dd)> df;
-  const size_t N = hn::Lanes(dd);
-  const auto vmean = hn::Set(dd, mean);
-  // Two independent pairs of accumulators hide the add latency.
-  auto a1 = hn::Zero(dd), b1 = hn::Zero(dd), as = hn::Zero(dd), bs = hn::Zero(dd);
-  auto step = [&](hn::Vec<decltype(df)> vx, hn::Vec<decltype(df)> vdy, hn::Vec<decltype(df)> vg,
-                  hn::Vec<decltype(dd)>& acc1, hn::Vec<decltype(dd)>& accs) {
-    const auto p = hn::Mul(hn::PromoteTo(dd, vdy), hn::PromoteTo(dd, vg));  // exact: 24x24 bits fit in 53
-    acc1 = hn::Add(acc1, p);
-    accs = hn::MulAdd(p, hn::Sub(hn::PromoteTo(dd, vx), vmean), accs);
-  };
-  size_t i = 0;
-  for (; i + 2 * N <= n; i += 2 * N) {
-    step(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i), a1, as);
-    step(LoadF32(df, x + i + N), LoadF32(df, dy + i + N), LoadF32(df, gamma + i + N), b1, bs);
-  }
-  for (; i + N <= n; i += N) step(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i), a1, as);
-  // Padding lanes read as zero: dy*gamma = 0 adds nothing to either sum.
-  if (i < n) step(LoadF32N(df, x + i, n - i), LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i), a1, as);
-  *s1 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a1, b1)));
-  *s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(as, bs)));
+// ---- pass 1: s1 = sum dy*gamma, S = sum dy*gamma*(x - mean) over one block -------------------------------
+// NB: summation order. Element i of a block goes to "virtual lane" i mod 16; each lane adds its elements in
+// increasing order (s1: add; S: one fused multiply-add where the target has FMA, else a multiply and an
+// add), and the 16 lane totals are added in a fixed tree (lane l + lane l+8, then + 4, + 2, + 1;
+// ReduceLanes). A vector of L doubles (L = 2, 4 or 8: SSE4/NEON/SVE-128, AVX2/SVE-256, AVX-512/SVE-512 and
+// wider, capped at 8) holds L of the virtual lanes, so a target keeps 16/L accumulators per sum, and the
+// elements left after the last full step continue their lanes in scalar code. The float64 sums are
+// therefore bitwise the same on every vector width: s1 on every target, S (and dx, whose pass 2 also
+// fuses) on all targets with FMA (AVX2, AVX-512, NEON, SVE) and on all without (SSE4, SSSE3, EMU128,
+// scalar). The 16 lanes are also 4 + 4 independent accumulators on AVX2 and 2 + 2 on AVX-512 (each taking
+// two vectors per step there), enough to hide the add latency. The products dy*gamma are exact in float64
+// (24 x 24 bits), so s1 and S are float64 sums of the same exact products on every path below; which
+// path a block takes (the bfloat16 range check) depends on its data only and does not change a bit.
+constexpr size_t kSumLanes = 16;
+
+// Adds the 16 lane totals in the fixed order of the NB above.
+HWY_INLINE double ReduceLanes(double* a) {
+  for (size_t l = 0; l < 8; ++l) a[l] += a[l + 8];
+  for (size_t l = 0; l < 4; ++l) a[l] += a[l + 4];
+  a[0] += a[2];
+  a[1] += a[3];
+  return a[0] + a[1];
+}
+
+// One element of a virtual lane, in scalar code: the same operations as the vector lanes.
+HWY_INLINE void AddOne(double dyv, double gv, double xv, double mean, double* a1, double* as) {
+  const double p = dyv * gv;  // exact
+#if HWY_NATIVE_FMA
+  *as = std::fma(p, xv - mean, *as);
 #else
-  // Targets without float64 vectors (HWY_SCALAR, 32-bit ARM): same sums, one element at a time.
-  const hn::ScalableTag<float> df;
-  double t1 = 0, t2 = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const double p = static_cast<double>(hn::GetLane(LoadF32N(df, dy + i, 1))) *
-                     static_cast<double>(hn::GetLane(LoadF32N(df, gamma + i, 1)));
-    t1 += p;
-    t2 += p * (static_cast<double>(hn::GetLane(LoadF32N(df, x + i, 1))) - mean);
-  }
-  *s1 = t1;
-  *s = t2;
+  *as = *as + p * (xv - mean);
 #endif
+  *a1 += p;
+}
+
+// One stored element as a double (exact).
+template <typename T>
+HWY_INLINE double ElemToDouble(const T& v) {
+  if constexpr (std::is_same_v<T, float>) {
+    return v;
+  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    return hwy::F32FromBF16(v);
+  } else {  // the target's float16 conversion on one lane
+    return hn::GetLane(LoadF32(hn::CappedTag<float, 1>(), &v));
+  }
+}
+
+// Elements [i, n) in scalar code, continuing their virtual lanes; then the two sums. Lane by lane (each lane
+// still in element order), so that its two accumulators stay in registers: targets without float64 vectors
+// run whole blocks through here.
+template <typename T>
+HWY_INLINE void FinishBlock(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t i,
+                            size_t n, double mean, double* a1, double* as, double* s1, double* s) {
+  for (size_t l = 0; l < kSumLanes && i < n; ++l) {
+    double t1 = a1[l], ts = as[l];
+    for (size_t j = i + (l + kSumLanes - i % kSumLanes) % kSumLanes; j < n; j += kSumLanes) {
+      AddOne(ElemToDouble(dy[j]), ElemToDouble(gamma[j]), ElemToDouble(x[j]), mean, &t1, &ts);
+    }
+    a1[l] = t1;
+    as[l] = ts;
+  }
+  *s1 = ReduceLanes(a1);
+  *s = ReduceLanes(as);
 }
 
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
-// Float64 accumulators of the half-type pass 1: dy*gamma is formed in float32 on full float vectors
-// (exact, see GnGradBlockSums) and only the product and x are widened, half a vector at a time. (Plain
-// variables, not a struct: SVE vectors are sizeless and cannot be members.)
-using GnDD = hn::ScalableTag<double>;
-using GnDF = hn::Repartition<float, GnDD>;
-using GnDH = hn::Half<GnDF>;
+// At most 8 float64 lanes: the bfloat16 even/odd split below needs 2 * L <= 16. On SVE the actual count
+// (2, 4 or 8) is known at run time; GnGradBlockSums dispatches on it.
+using GnDD = hn::CappedTag<double, 8>;
+using GnDF = hn::Repartition<float, GnDD>;  // 2 L floats
+using GnDH = hn::Rebind<float, GnDD>;       // L floats
 using GnVD = hn::Vec<GnDD>;
 
-HWY_INLINE void GnHalfAdd(hn::Vec<GnDF> p, hn::Vec<GnDH> xlo, hn::Vec<GnDH> xhi, GnVD vmean, GnVD& a1lo, GnVD& a1hi,
-                          GnVD& aslo, GnVD& ashi) {
+// Accumulators a0..a7 (s1) and b0..b7 (S) are named variables, not arrays: SVE vectors cannot be array
+// elements. (Reaching them through references from generic lambdas made GCC keep some on the stack.)
+// NNOPS_GN_ADD(J, p, vx) adds one vector of exact products p and of x to accumulator pair J.
+#define NNOPS_GN_ADD(J, p, vx)                          \
+  do {                                                  \
+    b##J = hn::MulAdd((p), hn::Sub((vx), vmean), b##J); \
+    a##J = hn::Add(a##J, (p));                          \
+  } while (0)
+// Runs STEP(J) for J = 0 .. K-1 (J a literal, K a constant expression in scope).
+#define NNOPS_GN_FOR_K(STEP) \
+  do {                       \
+    STEP(0);                 \
+    STEP(1);                 \
+    if constexpr (K > 2) {   \
+      STEP(2);               \
+      STEP(3);               \
+    }                        \
+    if constexpr (K > 4) {   \
+      STEP(4);               \
+      STEP(5);               \
+      STEP(6);               \
+      STEP(7);               \
+    }                        \
+  } while (0)
+
+// Pass 1 over n elements with L float64 lanes per vector (K = 16 / L accumulators per sum). kPath:
+//  0: every product in float64 (float32; bfloat16's fallback), L consecutive elements per vector;
+//  1: float16, dy*gamma in float32 (exact: 11 x 11 bits within [2^-48, 2^32]) on 2 L lanes, then widened;
+//  2: bfloat16 fast path, dy*gamma in float32 on even/odd lane pairs of a 4 L-element vector: accumulator
+//     2 b + e, lane d holds virtual lane 2 L b + 2 d + e (e = 0 even, 1 odd). Returns false, leaving *s1
+//     and *s unset, if the block needs path 0 (a product could leave float32's normal range).
+template <size_t L, int kPath, typename T>
+HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
+                           double mean, double* s1, double* s) {
+  constexpr size_t K = kSumLanes / L;
+  static_assert(K == 2 || K == 4 || K == 8, "2, 4 or 8 lanes");
   const GnDD dd;
   const GnDH dh;
-  const auto plo = hn::PromoteTo(dd, hn::LowerHalf(dh, p)), phi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));
-  a1lo = hn::Add(a1lo, plo);
-  a1hi = hn::Add(a1hi, phi);
-  aslo = hn::MulAdd(plo, hn::Sub(hn::PromoteTo(dd, xlo), vmean), aslo);
-  ashi = hn::MulAdd(phi, hn::Sub(hn::PromoteTo(dd, xhi), vmean), ashi);
+  const GnDF df;
+  const GnVD vmean = hn::Set(dd, mean);
+  GnVD a0 = hn::Zero(dd), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
+  GnVD b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
+  // Elements per step: 32 with 8 lanes (two passes over the K = 2 accumulators, in element order; path 2:
+  // one 32-element vector), else one pass of 16.
+  constexpr size_t kStep = L == 8 ? 2 * kSumLanes : kSumLanes;
+  size_t i = 0;
+  if constexpr (kPath == 0) {
+    for (; i + kStep <= n; i += kStep) {
+#define NNOPS_GN_WIDE(J)                                                                                               \
+  NNOPS_GN_ADD(                                                                                                        \
+      J, hn::Mul(hn::PromoteTo(dd, LoadF32(dh, dy + ib + (J)*L)), hn::PromoteTo(dd, LoadF32(dh, gamma + ib + (J)*L))), \
+      hn::PromoteTo(dd, LoadF32(dh, x + ib + (J)*L)))
+      {
+        const size_t ib = i;
+        NNOPS_GN_FOR_K(NNOPS_GN_WIDE);
+      }
+      if constexpr (kStep > kSumLanes) {
+        const size_t ib = i + kSumLanes;
+        NNOPS_GN_FOR_K(NNOPS_GN_WIDE);
+      }
+#undef NNOPS_GN_WIDE
+    }
+  } else if constexpr (kPath == 1) {
+    for (; i + kStep <= n; i += kStep) {
+      // Float vector q covers accumulators 2q and 2q + 1.
+#define NNOPS_GN_F16(J)                                                                          \
+  if constexpr ((J) % 2 == 0) {                                                                  \
+    const size_t o = ib + (J)*L;                                                                 \
+    const auto p = hn::Mul(LoadF32(df, dy + o), LoadF32(df, gamma + o));                         \
+    hn::Vec<GnDH> xlo, xhi;                                                                      \
+    if constexpr (NNOPS_NATIVE_F16 && hn::MaxLanes(GnDH()) >= 8) {                               \
+      /* F16C on AVX-512: a half is 8 float16 (a 128-bit memory operand), one conversion each */ \
+      xlo = LoadF32(dh, x + o);                                                                  \
+      xhi = LoadF32(dh, x + o + L);                                                              \
+    } else {                                                                                     \
+      /* once per full vector, then split (AVX2: the 64-bit halves were a load and a conversion  \
+         each; without F16C the integer sequence runs once) */                                   \
+      const auto vx = LoadF32(df, x + o);                                                        \
+      xlo = hn::LowerHalf(dh, vx);                                                               \
+      xhi = hn::UpperHalf(dh, vx);                                                               \
+    }                                                                                            \
+    NNOPS_GN_ADD(J, hn::PromoteTo(dd, hn::LowerHalf(dh, p)), hn::PromoteTo(dd, xlo));            \
+    pending_hi = hn::PromoteTo(dd, hn::UpperHalf(dh, p));                                        \
+    pending_xhi = hn::PromoteTo(dd, xhi);                                                        \
+  } else {                                                                                       \
+    NNOPS_GN_ADD(J, pending_hi, pending_xhi);                                                    \
+  }
+      GnVD pending_hi, pending_xhi;
+      {
+        const size_t ib = i;
+        NNOPS_GN_FOR_K(NNOPS_GN_F16);
+      }
+      if constexpr (kStep > kSumLanes) {
+        const size_t ib = i + kSumLanes;
+        NNOPS_GN_FOR_K(NNOPS_GN_F16);
+      }
+#undef NNOPS_GN_F16
+    }
+  } else {
+    // bfloat16 has 8-bit significands, so dy*gamma (16 bits) is exact in float32 unless it leaves float32's
+    // normal range. Downwards that needs both factors nonzero and one of them below 2^-63 in magnitude (the
+    // block tracks the smallest such factor); upwards the product becomes Inf, and with Inf/NaN inputs s1 is
+    // non-finite. Either way the block is recomputed on path 0 (same sums, as the NB says). Zeros, common
+    // in dy, stay here.
+    const hn::RebindToUnsigned<GnDF> du;
+    const hn::Repartition<uint16_t, GnDF> du16;
+    // min over lanes of min(2*|dy bits|, 2*|gamma bits|) - 1 (wrapping): a zero factor (an exact zero
+    // product) maps to 0xFFFF and never lowers the minimum.
+    auto vmin = hn::Set(du16, 0xFFFFu);
+    const auto one = hn::Set(du16, 1u);
+    for (; i + kStep <= n; i += kStep) {
+      // 16-bit vector v (4 L elements) feeds accumulators 2 b + e; its half h starts at element
+      // (4 L v + 2 L h) mod 16 = 2 L b of the step's lanes. With L = 8 both halves are b = 0: the lower is
+      // added first, as the element order requires.
+#define NNOPS_GN_BF16(V)                                                                                            \
+  if constexpr ((V)*4 * L < kStep) {                                                                                \
+    const size_t o = i + (V)*4 * L;                                                                                 \
+    const auto rdy = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(dy + o));                                    \
+    const auto rg = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(gamma + o));                                  \
+    vmin = hn::Min(vmin, hn::Sub(hn::Min(hn::Add(rdy, rdy), hn::Add(rg, rg)), one));                                \
+    const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + o)));                     \
+    const auto udy = hn::BitCast(du, rdy), ug = hn::BitCast(du, rg);                                                \
+    const auto pe = hn::Mul(Bf16Even(du, udy), Bf16Even(du, ug));                                                   \
+    const auto po = hn::Mul(Bf16Odd(du, udy), Bf16Odd(du, ug));                                                     \
+    const auto xe = Bf16Even(du, ux), xo = Bf16Odd(du, ux);                                                         \
+    constexpr size_t kLo = (V)*4 * L % kSumLanes / (2 * L);                                                         \
+    constexpr size_t kHi = ((V)*4 * L + 2 * L) % kSumLanes / (2 * L);                                               \
+    NNOPS_GN_BF16_ADD(2 * kLo, hn::PromoteTo(dd, hn::LowerHalf(dh, pe)), hn::PromoteTo(dd, hn::LowerHalf(dh, xe))); \
+    NNOPS_GN_BF16_ADD(2 * kLo + 1, hn::PromoteTo(dd, hn::LowerHalf(dh, po)),                                        \
+                      hn::PromoteTo(dd, hn::LowerHalf(dh, xo)));                                                    \
+    NNOPS_GN_BF16_ADD(2 * kHi, hn::PromoteTo(dd, hn::UpperHalf(dh, pe)), hn::PromoteTo(dd, hn::UpperHalf(dh, xe))); \
+    NNOPS_GN_BF16_ADD(2 * kHi + 1, hn::PromoteTo(dd, hn::UpperHalf(dh, po)),                                        \
+                      hn::PromoteTo(dd, hn::UpperHalf(dh, xo)));                                                    \
+  }
+// Accumulator pair by a constant expression (0..7).
+#define NNOPS_GN_BF16_ADD(JX, p, vx)                \
+  do {                                              \
+    constexpr size_t kJ = (JX);                     \
+    const GnVD pp = (p), xx = (vx);                 \
+    if constexpr (kJ == 0) NNOPS_GN_ADD(0, pp, xx); \
+    if constexpr (kJ == 1) NNOPS_GN_ADD(1, pp, xx); \
+    if constexpr (kJ == 2) NNOPS_GN_ADD(2, pp, xx); \
+    if constexpr (kJ == 3) NNOPS_GN_ADD(3, pp, xx); \
+    if constexpr (kJ == 4) NNOPS_GN_ADD(4, pp, xx); \
+    if constexpr (kJ == 5) NNOPS_GN_ADD(5, pp, xx); \
+    if constexpr (kJ == 6) NNOPS_GN_ADD(6, pp, xx); \
+    if constexpr (kJ == 7) NNOPS_GN_ADD(7, pp, xx); \
+  } while (0)
+      NNOPS_GN_BF16(0);
+      NNOPS_GN_BF16(1);
+#undef NNOPS_GN_BF16_ADD
+#undef NNOPS_GN_BF16
+    }
+    alignas(64) uint16_t mins[4 * 8];
+    hn::Store(vmin, du16, mins);
+    uint16_t lo = 0xFFFF;
+    for (size_t k = 0; k < hn::Lanes(du16); ++k) lo = std::min(lo, mins[k]);
+    // The elements after the last step go through FinishBlock in float64 and need no check. 2^-63 is
+    // bfloat16 0x2000; 2 * 0x2000 - 1 = 0x3FFF.
+    if (lo < 0x3FFF) return false;
+  }
+  // The accumulators' lanes in virtual-lane order: accumulator J lane d is virtual lane J L + d (paths 0
+  // and 1) or 2 L (J / 2) + 2 d + J % 2 (path 2).
+  alignas(64) double r1[kSumLanes], rs[kSumLanes];
+#define NNOPS_GN_PUT(J)            \
+  hn::Store(a##J, dd, r1 + (J)*L); \
+  hn::Store(b##J, dd, rs + (J)*L)
+  NNOPS_GN_FOR_K(NNOPS_GN_PUT);
+#undef NNOPS_GN_PUT
+  double* v1 = r1;
+  double* vs = rs;
+  alignas(64) double p1[kSumLanes], ps[kSumLanes];
+  if constexpr (kPath == 2) {
+    for (size_t q = 0; q < kSumLanes; ++q) {
+      const size_t j = q / L, d = q % L, lane = 2 * L * (j / 2) + 2 * d + j % 2;
+      p1[lane] = r1[q];
+      ps[lane] = rs[q];
+    }
+    v1 = p1;
+    vs = ps;
+  }
+  FinishBlock(x, dy, gamma, i, n, mean, v1, vs, s1, s);
+  if constexpr (kPath == 2) return std::isfinite(*s1);
+  return true;
 }
+#undef NNOPS_GN_FOR_K
+#undef NNOPS_GN_ADD
 
-HWY_INLINE void GnHalfAddFull(hn::Vec<GnDF> p, hn::Vec<GnDF> vx, GnVD vmean, GnVD& a1lo, GnVD& a1hi, GnVD& aslo,
-                              GnVD& ashi) {
-  const GnDH dh;
-  GnHalfAdd(p, hn::LowerHalf(dh, vx), hn::UpperHalf(dh, vx), vmean, a1lo, a1hi, aslo, ashi);
-}
-
-HWY_INLINE void GnHalfFinish(GnVD a1lo, GnVD a1hi, GnVD aslo, GnVD ashi, double* s1, double* s) {
-  const GnDD dd;
-  *s1 = hn::GetLane(hn::SumOfLanes(dd, hn::Add(a1lo, a1hi)));
-  *s = hn::GetLane(hn::SumOfLanes(dd, hn::Add(aslo, ashi)));
+template <size_t L, typename T>
+HWY_INLINE void BlockSumsTyped(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
+                               double mean, double* s1, double* s) {
+  if constexpr (std::is_same_v<T, hwy::float16_t>) {
+    BlockSumsL<L, 1>(x, dy, gamma, n, mean, s1, s);
+  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    if (!BlockSumsL<L, 2>(x, dy, gamma, n, mean, s1, s)) BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s);
+  } else {
+    BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s);
+  }
 }
 #endif
 
-// Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64.
+// Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64, in the
+// order of the NB above.
 template <typename T>
 HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
                                   size_t n, double mean, double* s1, double* s) {
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
-  if constexpr (std::is_same_v<T, hwy::float16_t>) {
-    // float16 has 11-bit significands and exponents in [-24, 15]: dy*gamma has at most 22 significant bits
-    // and lies in [2^-48, 2^32] (or is 0), so the float32 product is exact and equals the float64 one.
-    // Widening the product instead of both factors halves the conversions.
-    const GnDF df;
-    const GnDH dh;
-    const size_t NF = hn::Lanes(df), NH = hn::Lanes(dh);
-    const GnVD vmean = hn::Set(GnDD(), mean);
-    GnVD a1lo = hn::Zero(GnDD()), a1hi = a1lo, aslo = a1lo, ashi = a1lo;
-    size_t i = 0;
-    for (; i + NF <= n; i += NF) {
-      const auto p = hn::Mul(LoadF32(df, dy + i), LoadF32(df, gamma + i));
-      if constexpr (NNOPS_NATIVE_F16) {  // hardware conversion: one per half
-        GnHalfAdd(p, LoadF32(dh, x + i), LoadF32(dh, x + i + NH), vmean, a1lo, a1hi, aslo, ashi);
-      } else {  // integer sequence: once per full vector, then split
-        GnHalfAddFull(p, LoadF32(df, x + i), vmean, a1lo, a1hi, aslo, ashi);
-      }
-    }
-    // Padding lanes read as zero: dy*gamma = 0 adds nothing to either sum.
-    if (i < n) {
-      GnHalfAddFull(hn::Mul(LoadF32N(df, dy + i, n - i), LoadF32N(df, gamma + i, n - i)), LoadF32N(df, x + i, n - i),
-                    vmean, a1lo, a1hi, aslo, ashi);
-    }
-    GnHalfFinish(a1lo, a1hi, aslo, ashi, s1, s);
-    return;
-  } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    // bfloat16 has 8-bit significands, so dy*gamma (16 bits) is exact in float32 unless it leaves float32's
-    // normal range. Downwards that needs a nonzero |dy| or |gamma| below 2^-63 (the block tracks the
-    // smallest nonzero magnitudes); upwards the product becomes Inf, and with Inf/NaN inputs s1 is
-    // non-finite. Either way the block is recomputed with float64 products. Zeros, common in dy, stay on
-    // the fast path. Both paths sum the same exact products; which one runs depends on the block's data.
-    const GnDF df;
-    const hn::RebindToUnsigned<decltype(df)> du;
-    const hn::Repartition<uint16_t, decltype(df)> du16;
-    const size_t N16 = hn::Lanes(du16);
-    const GnVD vmean = hn::Set(GnDD(), mean);
-    GnVD a1lo = hn::Zero(GnDD()), a1hi = a1lo, aslo = a1lo, ashi = a1lo;
-    // min over lanes of 2*|bits| - 1 (wrapping): zero maps to 0xFFFF and never lowers the minimum.
-    auto vmin = hn::Set(du16, 0xFFFFu);
-    const auto one = hn::Set(du16, 1u);
-    auto chunk = [&](const hwy::bfloat16_t* px, const hwy::bfloat16_t* pdy, const hwy::bfloat16_t* pg) {
-      const auto rdy = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(pdy));
-      const auto rg = hn::LoadU(du16, reinterpret_cast<const uint16_t*>(pg));
-      vmin = hn::Min(vmin, hn::Min(hn::Sub(hn::Add(rdy, rdy), one), hn::Sub(hn::Add(rg, rg), one)));
-      const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(px)));
-      const auto udy = hn::BitCast(du, rdy), ug = hn::BitCast(du, rg);
-      GnHalfAddFull(hn::Mul(Bf16Even(du, udy), Bf16Even(du, ug)), Bf16Even(du, ux), vmean, a1lo, a1hi, aslo, ashi);
-      GnHalfAddFull(hn::Mul(Bf16Odd(du, udy), Bf16Odd(du, ug)), Bf16Odd(du, ux), vmean, a1lo, a1hi, aslo, ashi);
-    };
-    size_t i = 0;
-    for (; i + N16 <= n; i += N16) chunk(x + i, dy + i, gamma + i);
-    if (i < n) {
-      // Zero padding: adds nothing to the sums and is ignored by the range check.
-      alignas(64) hwy::bfloat16_t bx[2 * kMaxF32Lanes] = {}, bdy[2 * kMaxF32Lanes] = {}, bg[2 * kMaxF32Lanes] = {};
-      std::memcpy(bx, x + i, (n - i) * sizeof(T));
-      std::memcpy(bdy, dy + i, (n - i) * sizeof(T));
-      std::memcpy(bg, gamma + i, (n - i) * sizeof(T));
-      chunk(bx, bdy, bg);
-    }
-    GnHalfFinish(a1lo, a1hi, aslo, ashi, s1, s);
-    alignas(64) uint16_t mins[2 * kMaxF32Lanes];
-    hn::Store(vmin, du16, mins);
-    uint16_t lo = 0xFFFF;
-    for (size_t k = 0; k < N16; ++k) lo = std::min(lo, mins[k]);
-    // 2^-63 is bfloat16 0x2000; 2 * 0x2000 - 1 = 0x3FFF.
-    if (lo < 0x3FFF || !std::isfinite(*s1)) GnGradBlockSumsWide(x, dy, gamma, n, mean, s1, s);
-    return;
+  switch (hn::Lanes(GnDD())) {  // a constant except on SVE
+    case 2:
+      return BlockSumsTyped<2>(x, dy, gamma, n, mean, s1, s);
+    case 4:
+      return BlockSumsTyped<4>(x, dy, gamma, n, mean, s1, s);
+    default:
+      return BlockSumsTyped<8>(x, dy, gamma, n, mean, s1, s);
   }
+#else
+  // Targets without float64 vectors (HWY_SCALAR, 32-bit Arm): the same lanes, one element at a time.
+  double a1[kSumLanes] = {}, as[kSumLanes] = {};
+  FinishBlock(x, dy, gamma, 0, n, mean, a1, as, s1, s);
 #endif
-  GnGradBlockSumsWide(x, dy, gamma, n, mean, s1, s);
 }
 
 // Pass 2 over n elements. dx may be the same memory as dy (in place), so no restrict on those two.
@@ -199,15 +343,25 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
                               float mean, float rstd, float k0, float k1, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
+  // A NaN constant becomes the canonical quiet NaN (its low 16 bits zero; see the bfloat16 loop).
+  auto canonical = [](float f) { return f != f ? std::numeric_limits<float>::quiet_NaN() : f; };
+  mean = canonical(mean);
+  rstd = canonical(rstd);
+  k0 = canonical(k0);
+  k1 = canonical(k1);
   const auto vmean = hn::Set(df, mean), vrstd = hn::Set(df, rstd), vk0 = hn::Set(df, k0), vk1 = hn::Set(df, k1);
-  auto f = [&](size_t i) {
-    const auto t = hn::Sub(hn::Mul(vrstd, LoadF32(df, dy + i)), vk0);
-    return hn::Mul(LoadF32(df, gamma + i), hn::NegMulAdd(vk1, hn::Sub(LoadF32(df, x + i), vmean), t));
+  // NB: gamma * ((rstd*dy - k0) + k1*(mean - x)): rstd*dy - k0 is one fused multiply-subtract and
+  // k1*(mean - x) + t one fused multiply-add where the target has FMA (elsewhere a multiply and a subtraction
+  // or an addition, as before). mean - x is -(x - mean) exactly, so the second is bit for bit the former
+  // t - k1*(x - mean); the first drops one rounding from the term rstd*dy of kBoundC's derivation (impl
+  // header), which therefore still bounds the error. mean - x also lets x be a memory operand on x86: 5
+  // vector operations per vector instead of 7.
+  auto core = [&](hn::Vec<decltype(df)> vx, hn::Vec<decltype(df)> vdy, hn::Vec<decltype(df)> vg) {
+    return hn::Mul(vg, hn::MulAdd(vk1, hn::Sub(vmean, vx), hn::MulSub(vrstd, vdy, vk0)));
   };
+  auto f = [&](size_t i) { return core(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i)); };
   auto f_partial = [&](size_t i, size_t r) {
-    const auto t = hn::Sub(hn::Mul(vrstd, LoadF32N(df, dy + i, r)), vk0);
-    StoreF32N(df, hn::Mul(LoadF32N(df, gamma + i, r), hn::NegMulAdd(vk1, hn::Sub(LoadF32N(df, x + i, r), vmean), t)),
-              dx + i, r);
+    StoreF32N(df, core(LoadF32N(df, x + i, r), LoadF32N(df, dy + i, r), LoadF32N(df, gamma + i, r)), dx + i, r);
   };
   size_t i = 0;
   if (stream) {
@@ -223,9 +377,10 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
     const hn::RebindToUnsigned<decltype(df)> du;
     const hn::Repartition<uint16_t, decltype(df)> du16;
     const size_t N16 = hn::Lanes(du16);
+    // Every NaN here has zero low 16 bits (bfloat16 inputs, the default NaN, and the four constants, whose NaNs
+    // are made canonical above), so the rounding needs no NaN fix-up (Bf16RoundedBitsShortNaN).
     auto g = [&](hn::Vec<decltype(df)> vx, hn::Vec<decltype(df)> vdy, hn::Vec<decltype(df)> vg) {
-      const auto t = hn::Sub(hn::Mul(vrstd, vdy), vk0);
-      return Bf16RoundedBits(df, hn::Mul(vg, hn::NegMulAdd(vk1, hn::Sub(vx, vmean), t)));
+      return Bf16RoundedBitsShortNaN(df, core(vx, vdy, vg));
     };
     auto f2 = [&](size_t k) {
       const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + k)));
@@ -243,9 +398,18 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
     }
   }
 #endif
+  // Two vectors per iteration (halves the loop overhead).
   if (stream) {
+    for (; i + 2 * N <= n; i += 2 * N) {
+      StreamF32(df, f(i), dx + i);
+      StreamF32(df, f(i + N), dx + i + N);
+    }
     for (; i + N <= n; i += N) StreamF32(df, f(i), dx + i);
   } else {
+    for (; i + 2 * N <= n; i += 2 * N) {
+      StoreF32(df, f(i), dx + i);
+      StoreF32(df, f(i + N), dx + i + N);
+    }
     for (; i + N <= n; i += N) StoreF32(df, f(i), dx + i);
   }
   if (i < n) f_partial(i, n - i);

@@ -6,7 +6,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "nnops/nnops.hpp"
@@ -237,6 +239,91 @@ TEST(GroupNormGrad, BFloat16TinyProductsTakeTheExactPath) {
     EXPECT_TRUE(dx2.same_bytes(dx));
   });
   std::printf("bfloat16 tiny products: worst error/bound ratio %.3g\n", worst);
+}
+
+// The sums' order follows the element index alone (16 lanes, element i in lane i mod 16, fixed reduction: the
+// NB at ReduceLanes in the kernel), never the vector width, so every SIMD target gives the same bits. The
+// data make every product and every fused multiply-add exact (dy, gamma, x - mean and rstd are signed
+// powers of two), so targets with and without FMA compute the same terms, and adjacent products +2^14, -2^14
+// among products of about 2^-40 make the float64 sums depend on their order (each such pair wipes out what
+// a partial sum held before it; checked below on the first group). Lengths cover full steps, scalar tails
+// and blocks.
+TEST(GroupNormGrad, SumsAreIndependentOfTheVectorWidth) {
+  for (DType t : kDTypes) {
+    for (int64_t m : {int64_t{16 * 5 + 7}, int64_t{2048 + 2048 + 37}, int64_t{4096}}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + " M=" + std::to_string(m));
+      const std::vector<int64_t> shape = {1, 3, m};
+      HostBuffer x(t, shape), dy(t, shape), gamma(t, shape), mean(DType::kFloat32, {1, 3}),
+          rstd(DType::kFloat32, {1, 3});
+      std::mt19937_64 rng(static_cast<uint64_t>(m) * 3 + static_cast<uint64_t>(t));
+      auto sign = [&] { return (rng() & 1) ? 1.0 : -1.0; };
+      for (int64_t k = 0; k < 3 * m; ++k) {
+        x.set(k, 2.0 + sign() * std::ldexp(1.0, static_cast<int>(rng() % 2)));  // x - mean = +-1 or +-2
+        dy.set(k, sign() * std::ldexp(1.0, -20));
+        gamma.set(k, std::ldexp(1.0, -20 - static_cast<int>(rng() % 3)));
+        if (rng() % 16 == 0 && (k + 1) % m != 0) {  // a pair +-2^14, -+2^14 absorbs the small sums before it
+          const double b = sign() * std::ldexp(1.0, 7);
+          x.set(k + 1, x.get(k));
+          dy.set(k, b);
+          dy.set(k + 1, -b);
+          gamma.set(k, std::ldexp(1.0, 7));
+          gamma.set(k + 1, std::ldexp(1.0, 7));
+          ++k;
+        }
+      }
+      for (int64_t grp = 0; grp < 3; ++grp) {
+        mean.set(grp, 2.0);
+        rstd.set(grp, std::ldexp(1.0, static_cast<int>(grp) - 1));
+      }
+      // The case is order-sensitive: s1 summed forwards and backwards differ.
+      double fwd = 0, bwd = 0;
+      for (int64_t i = 0; i < m; ++i) fwd += dy.get(i) * gamma.get(i);
+      for (int64_t i = m - 1; i >= 0; --i) bwd += dy.get(i) * gamma.get(i);
+      EXPECT_NE(fwd, bwd);
+      HostBuffer first(t, shape);
+      std::string first_isa;
+      testing::for_each_isa([&](const std::string& isa) {
+        HostBuffer dx(t, shape);
+        ASSERT_TRUE(
+            group_normalization_grad(x.view(), dy.view(), gamma.view(), mean.view(), rstd.view(), dx.view(), Context{1})
+                .is_ok());
+        if (first_isa.empty()) {
+          first = dx.clone();
+          first_isa = isa;
+        } else {
+          EXPECT_TRUE(dx.same_bytes(first)) << isa << " differs from " << first_isa;
+        }
+      });
+    }
+  }
+}
+
+// NaN statistics with payloads in their low 16 bits (float32 mean/rstd), NaN and Inf in the data: dx is NaN
+// wherever the reference is. The bfloat16 loop rounds without a NaN fix-up (Bf16RoundedBitsShortNaN), which
+// is right only because the kernel makes NaN constants canonical: 0x7FFFFFFF plus the rounding increment
+// would carry into the sign bit and come out as -0, so this fails if that is removed.
+TEST(GroupNormGrad, NaNStatisticsAndDataPropagate) {
+  const uint32_t nan_bits[] = {0x7FFFFFFFu, 0xFFFFFFFFu, 0x7FC0FFFFu, 0x7F80FFFFu};
+  for (DType t : kDTypes) {
+    SCOPED_TRACE(dtype_name(t));
+    const std::vector<int64_t> shape = {2, 5, 1000};
+    Problem p(t, DType::kFloat32, shape, 41);
+    auto set_bits = [](HostBuffer& b, int64_t i, uint32_t bits) {
+      std::memcpy(static_cast<char*>(b.data()) + 4 * i, &bits, 4);
+    };
+    for (int64_t grp = 0; grp < 4; ++grp) set_bits(p.mean, grp, nan_bits[grp]);
+    for (int64_t grp = 4; grp < 8; ++grp) set_bits(p.rstd, grp, nan_bits[grp - 4]);
+    p.x.set(8 * 1000 + 17, std::nan(""));                               // group 8: a NaN x
+    p.dy.set(9 * 1000 + 999, std::numeric_limits<double>::infinity());  // group 9: an infinite dy
+    testing::for_each_isa([&](const std::string&) {
+      HostBuffer dx(t, shape);
+      ASSERT_TRUE(run(p, dx).is_ok());
+      const detail::VerifyReport r = gn_grad::verify(p.x, p.dy, p.gamma, p.mean, p.rstd, dx, 1);
+      EXPECT_EQ(r.checked, dx.numel());
+      EXPECT_TRUE(r.pass()) << r.failures << " failures";
+      for (int64_t i = 0; i < 9 * 1000; ++i) ASSERT_TRUE(std::isnan(dx.get(i))) << i;
+    });
+  }
 }
 
 // dx written into dy's buffer gives the same bits as a separate output.

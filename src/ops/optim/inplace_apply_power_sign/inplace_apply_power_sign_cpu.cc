@@ -10,10 +10,11 @@
 // NB: the float64 path. SPEC 4 asks for every output within one ulp of the float64 result even when var and
 // lr*e*grad nearly cancel; float32 arithmetic cannot promise that (the product alone carries a float32
 // rounding error that the subtraction then exposes), float64 can. float32 data still moves at memory
-// bandwidth (see the benchmark). The operations and their order are exactly those of reference() (mul,
-// mul, add; then mul, sub; no fused multiply-add: the project builds with -ffp-contract=off and this path
-// never calls MulAdd), and the coefficient is one of the plan's three values, computed by the reference's
-// own expression, so the unrounded float64 results are bit-for-bit the reference's.
+// bandwidth beyond cache (see the benchmark). The operations and their order are those of reference() (mul,
+// mul, add; then mul, sub; the project builds with -ffp-contract=off), except that m_new's multiply and add
+// are fused where that is exact (NB at OmbFitsFma), and the coefficient is one of the plan's three values,
+// computed by the reference's own expression, so the unrounded float64 results are bit-for-bit the
+// reference's.
 //
 // NB: rounding float64 -> T on the float64 path. float32 is one round-to-nearest-even conversion.
 // float16/bfloat16 go through float32 (the storage helpers take float32), and two successive
@@ -25,6 +26,7 @@
 // (float16 flushes that range to zero whatever the intermediate), so bfloat16 rounds |x| < 2^-126 straight
 // onto its subnormal grid with the add-and-subtract trick.
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -132,20 +134,66 @@ HWY_INLINE hn::Mask<DD> TinyMask(DD dd, hn::Vec<DD> a, hn::Vec<DD> b) {
   return hn::Or(hn::Lt(hn::Abs(a), limit), hn::Lt(hn::Abs(b), limit));
 }
 
+// The float64 path's constants, as scalars passed by value (as HalfScalars below): read through the Plan
+// reference, the compiler reloaded and re-broadcast all five on every step, because the stores to var and m
+// might alias the Plan (5 of the 29 instructions of an AVX2 step).
+struct WideScalars {
+  static WideScalars For(const Plan& p) { return {p.beta, p.one_minus_beta, p.coef[0], p.coef[1], p.coef[2]}; }
+  double beta, omb, c0, c1, c2;
+};
+
+// NB: m_new in one fused multiply-add (kFused). The reference rounds beta * m, (1 - beta) * grad and their
+// sum. beta * m is exact in float64 (at most 24 x 24 significant bits, and every product of two float32-range
+// values lies far inside float64's normal range); (1 - beta) * grad is exact as well when 1 - beta has at most
+// 29 significant bits (grad has at most 24). Then the reference's sum is the exact value rounded once, which
+// is fma(1 - beta, grad, beta * m), bit for bit: the fused product is the same exact product, so zeros get
+// the same signs and Inf/NaN the same results. OmbFitsFma checks the 29 bits once per call (every beta in
+// [2^-6, 1) and beta = 0 pass; e.g. beta = 0.001f needs 33 bits and takes the unfused path). On targets
+// without FMA, MulAdd is a multiply and an add, i.e. the reference's own operations.
+HWY_INLINE bool OmbFitsFma(double omb) {
+  uint64_t bits;
+  std::memcpy(&bits, &omb, sizeof(bits));
+  return (bits & ((uint64_t{1} << 24) - 1)) == 0;  // the low 24 of the 52 stored significand bits are zero
+}
+
+// NB: the coefficient from the sign of prod = m_new * grad (kFinite: all three coefficients finite, checked
+// once per call). IfNegativeThenElse reads only the sign bit (x86 blendv: one instruction), and prod = +-0
+// then takes coef[1]: two operations fewer than testing > 0 and < 0 separately. The two differ only where
+// prod is NaN and m_new is not (a NaN m_new takes m_new's NaN below either way): with a NaN grad var_new is
+// NaN whatever the coefficient; with m_new = +-Inf and grad = +-0 the reference takes coef[1] and this takes
+// coef[0] or coef[2], but all three are lr * exp(...) with exp(...) a positive number or +0 (never Inf when
+// they are finite), so they have lr's sign and coef * grad is the same signed zero. Without kFinite (e.g. an
+// infinite coef[2] would make that product NaN) the two comparisons run, and so they do on targets whose
+// IfThenElse needs a whole-lane mask: SSSE3 (where Highway 1.0.3's IfNegativeThenElse for 32/64-bit lanes
+// passes the raw vector as the mask, which is wrong), EMU128, and Arm (where the sign test costs as much as
+// a comparison).
+#if HWY_ARCH_X86 && HWY_TARGET <= HWY_SSE4
+#define NNOPS_PS_SIGN_BLEND 1
+#else
+#define NNOPS_PS_SIGN_BLEND 0
+#endif
+
 // The reference's float64 arithmetic on one float64 vector.
-template <class DD>
-HWY_INLINE void UpdateF64(DD dd, const Plan& p, hn::Vec<DD> v, hn::Vec<DD> m, hn::Vec<DD> g, hn::Vec<DD>* v_new,
+template <bool kFused, bool kFinite, class DD>
+HWY_INLINE void UpdateF64(DD dd, const WideScalars k, hn::Vec<DD> v, hn::Vec<DD> m, hn::Vec<DD> g, hn::Vec<DD>* v_new,
                           hn::Vec<DD>* m_new) {
   const auto zero = hn::Zero(dd);
-  const auto mn = hn::Add(hn::Mul(hn::Set(dd, p.beta), m), hn::Mul(hn::Set(dd, p.one_minus_beta), g));
+  const auto bm = hn::Mul(hn::Set(dd, k.beta), m);
+  const auto mn = kFused ? hn::MulAdd(hn::Set(dd, k.omb), g, bm) : hn::Add(bm, hn::Mul(hn::Set(dd, k.omb), g));
   // sign(m_new) * sign(grad) from the sign of the product. It cannot underflow to zero or overflow: the
   // inputs are float32-range values, so a nonzero grad is >= 2^-149 and a nonzero m_new >= 2^-298 (a sum
   // of multiples of 2^-298) in magnitude, both below 2^129, and the product is 0 exactly when a factor is. Where it is
-  // NaN (m_new NaN, grad NaN, or m_new = +-Inf with grad = 0) both tests fail and the sign_gm = 0 coefficient is taken;
-  // the NaN cases are settled below.
+  // NaN (m_new NaN, grad NaN, or m_new = +-Inf with grad = 0) both comparisons fail and the sign_gm = 0 coefficient is
+  // taken (the sign path takes another; see the NB above); the NaN cases are settled below.
   const auto prod = hn::Mul(mn, g);
-  auto coef = hn::IfThenElse(hn::Gt(prod, zero), hn::Set(dd, p.coef[2]),
-                             hn::IfThenElse(hn::Lt(prod, zero), hn::Set(dd, p.coef[0]), hn::Set(dd, p.coef[1])));
+  hn::Vec<DD> coef;
+  if constexpr (kFinite && NNOPS_PS_SIGN_BLEND) {
+    coef = hn::IfThenElse(hn::Eq(prod, zero), hn::Set(dd, k.c1),
+                          hn::IfNegativeThenElse(prod, hn::Set(dd, k.c0), hn::Set(dd, k.c2)));
+  } else {
+    coef = hn::IfThenElse(hn::Gt(prod, zero), hn::Set(dd, k.c2),
+                          hn::IfThenElse(hn::Lt(prod, zero), hn::Set(dd, k.c0), hn::Set(dd, k.c1)));
+  }
   // sign(NaN) is NaN, so a NaN m_new gives a NaN coefficient (and var_new), even where grad is 0. A NaN
   // grad needs nothing here: coef * grad is NaN already.
   coef = hn::IfThenElse(hn::IsNaN(mn), mn, coef);
@@ -176,8 +224,8 @@ HWY_INLINE void Narrow(DH dh, DD dd, hn::Vec<DD> v0, hn::Vec<DD> m0, hn::Vec<DD>
 
 // One vector of elements: Lanes(dd) of them, or 2 * Lanes(dd) when split (kTail: only `count`, and no
 // memory access past them).
-template <typename T, bool kTail, class DD>
-HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad,
+template <typename T, bool kTail, bool kFused, bool kFinite, class DD>
+HWY_INLINE void Step(DD dd, const WideScalars k, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad,
                      size_t count) {
   using DF = hn::Repartition<float, DD>;
   const hn::Rebind<float, DD> dh;
@@ -196,12 +244,12 @@ HWY_INLINE void Step(DD dd, const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT 
   // The float64 results: lanes [0, Lanes(dd)) in v0/m0, and when split the upper half in v1/m1.
   hn::Vec<DD> v0, m0, v1, m1;
   if constexpr (kSplitFullVectors<T>) {
-    UpdateF64(dd, p, hn::PromoteTo(dd, hn::LowerHalf(dh, v)), hn::PromoteTo(dd, hn::LowerHalf(dh, mm)),
-              hn::PromoteTo(dd, hn::LowerHalf(dh, g)), &v0, &m0);
-    UpdateF64(dd, p, hn::PromoteTo(dd, hn::UpperHalf(dh, v)), hn::PromoteTo(dd, hn::UpperHalf(dh, mm)),
-              hn::PromoteTo(dd, hn::UpperHalf(dh, g)), &v1, &m1);
+    UpdateF64<kFused, kFinite>(dd, k, hn::PromoteTo(dd, hn::LowerHalf(dh, v)), hn::PromoteTo(dd, hn::LowerHalf(dh, mm)),
+                               hn::PromoteTo(dd, hn::LowerHalf(dh, g)), &v0, &m0);
+    UpdateF64<kFused, kFinite>(dd, k, hn::PromoteTo(dd, hn::UpperHalf(dh, v)), hn::PromoteTo(dd, hn::UpperHalf(dh, mm)),
+                               hn::PromoteTo(dd, hn::UpperHalf(dh, g)), &v1, &m1);
   } else {
-    UpdateF64(dd, p, hn::PromoteTo(dd, v), hn::PromoteTo(dd, mm), hn::PromoteTo(dd, g), &v0, &m0);
+    UpdateF64<kFused, kFinite>(dd, k, hn::PromoteTo(dd, v), hn::PromoteTo(dd, mm), hn::PromoteTo(dd, g), &v0, &m0);
     v1 = v0;
     m1 = m0;
   }
@@ -278,9 +326,16 @@ HWY_INLINE void HalfCore(DF df, const HalfScalars k, hn::Vec<DF> v, hn::Vec<DF> 
   // Where the product is NaN (m_new NaN, or +-Inf times a zero grad) prod * 0 + c1 is NaN, and so is t:
   // such lanes fail the test below and get the reference's NaN rules on the float64 path. (An infinite
   // m_new with a nonzero grad has a definite sign_gm, and a finite var_new, as in the reference.)
+  const auto c1 = hn::MulAdd(prod, zero, hn::Set(df, k.c1));
+#if NNOPS_PS_SIGN_BLEND
+  // x86: Ne is the ordered comparison (false for NaN), so NaN lanes take c1 as above, and the others pick
+  // c0 or c2 by the sign bit alone (one blendv instead of two comparisons and a blend).
   const auto c =
-      hn::IfThenElse(hn::Gt(prod, zero), hn::Set(df, k.c2),
-                     hn::IfThenElse(hn::Lt(prod, zero), hn::Set(df, k.c0), hn::MulAdd(prod, zero, hn::Set(df, k.c1))));
+      hn::IfThenElse(hn::Ne(prod, zero), hn::IfNegativeThenElse(prod, hn::Set(df, k.c0), hn::Set(df, k.c2)), c1);
+#else
+  const auto c =
+      hn::IfThenElse(hn::Gt(prod, zero), hn::Set(df, k.c2), hn::IfThenElse(hn::Lt(prod, zero), hn::Set(df, k.c0), c1));
+#endif
   *t = hn::NegMulAdd(c, g, v);
   // NaN fails every comparison, so it lands on the float64 path.
   const auto abs_t = hn::Abs(*t);
@@ -310,44 +365,65 @@ struct TailCopy {
   alignas(64) T grad[kLen] = {};
 };
 
-// float16: the hardware conversions (F16C) where there are any, else the exact integer sequences.
+// float16: the hardware conversions (F16C) where there are any, else the exact integer sequences. Two float
+// vectors (2 * Lanes(df) elements) per step, with one certificate test for both: measured 4.0 -> 3.45
+// instructions per element on AVX2 (the loop overhead and the test are paid once per 16 elements).
 // Both steps: kFix = false returns false, having written nothing, when some lane fails the certificate;
 // kFix = true writes every lane, recomputing the failed ones in float64.
 template <bool kTail, bool kFix, class DF>
 HWY_INLINE bool F16Step(DF df, const HalfScalars k, const Plan& p, hwy::float16_t* HWY_RESTRICT var,
                         hwy::float16_t* HWY_RESTRICT m, const hwy::float16_t* HWY_RESTRICT grad, size_t count) {
   using T = hwy::float16_t;
-  hn::Vec<DF> v, mm, g;
+  const size_t N = hn::Lanes(df);
+  hn::Vec<DF> v0, m0, g0, v1, m1, g1;
   if constexpr (kTail) {
-    const TailCopy<T, kMaxF32Lanes> c(var, m, grad, count);
-    v = LoadF32(df, c.var);
-    mm = LoadF32(df, c.mom);
-    g = LoadF32(df, c.grad);
+    const TailCopy<T, 2 * kMaxF32Lanes> c(var, m, grad, count);
+    v0 = LoadF32(df, c.var);
+    m0 = LoadF32(df, c.mom);
+    g0 = LoadF32(df, c.grad);
+    v1 = LoadF32(df, c.var + N);
+    m1 = LoadF32(df, c.mom + N);
+    g1 = LoadF32(df, c.grad + N);
   } else {
-    v = LoadF32(df, var);
-    mm = LoadF32(df, m);
-    g = LoadF32(df, grad);
+    v0 = LoadF32(df, var);
+    m0 = LoadF32(df, m);
+    g0 = LoadF32(df, grad);
+    v1 = LoadF32(df, var + N);
+    m1 = LoadF32(df, m + N);
+    g1 = LoadF32(df, grad + N);
   }
-  hn::Vec<DF> t, mn;
-  hn::Mask<DF> ok;
-  HalfCore(df, k, v, mm, g, &t, &mn, &ok);
-  const bool all_ok = hn::AllTrue(df, ok);
+  hn::Vec<DF> t0, mn0, t1, mn1;
+  hn::Mask<DF> ok0, ok1;
+  HalfCore(df, k, v0, m0, g0, &t0, &mn0, &ok0);
+  HalfCore(df, k, v1, m1, g1, &t1, &mn1, &ok1);
+  const bool all_ok = hn::AllTrue(df, hn::And(ok0, ok1));
   if (!kFix && !all_ok) return false;
   if constexpr (kTail) {
-    StoreF32N(df, t, var, count);
-    StoreF32N(df, mn, m, count);
+    const size_t n0 = std::min(count, N);
+    StoreF32N(df, t0, var, n0);
+    StoreF32N(df, mn0, m, n0);
+    if (count > N) {
+      StoreF32N(df, t1, var + N, count - N);
+      StoreF32N(df, mn1, m + N, count - N);
+    }
   } else {
-    StoreF32(df, t, var);
-    StoreF32(df, mn, m);
+    StoreF32(df, t0, var);
+    StoreF32(df, mn0, m);
+    StoreF32(df, t1, var + N);
+    StoreF32(df, mn1, m + N);
   }
   if (kFix && !all_ok) {
-    alignas(64) float orig[3][kMaxF32Lanes], okf[kMaxF32Lanes];
-    hn::Store(v, df, orig[0]);
-    hn::Store(mm, df, orig[1]);
-    hn::Store(g, df, orig[2]);
-    hn::Store(hn::IfThenElseZero(ok, hn::Set(df, 1.0f)), df, okf);
-    const size_t n = kTail ? count : hn::Lanes(df);
-    uint8_t oks[kMaxF32Lanes];
+    alignas(64) float orig[3][2 * kMaxF32Lanes], okf[2 * kMaxF32Lanes];
+    hn::Store(v0, df, orig[0]);
+    hn::Store(m0, df, orig[1]);
+    hn::Store(g0, df, orig[2]);
+    hn::Store(v1, df, orig[0] + N);
+    hn::Store(m1, df, orig[1] + N);
+    hn::Store(g1, df, orig[2] + N);
+    hn::Store(hn::IfThenElseZero(ok0, hn::Set(df, 1.0f)), df, okf);
+    hn::Store(hn::IfThenElseZero(ok1, hn::Set(df, 1.0f)), df, okf + N);
+    const size_t n = kTail ? count : 2 * N;
+    uint8_t oks[2 * kMaxF32Lanes];
     for (size_t i = 0; i < n; ++i) oks[i] = okf[i] != 0.0f;
     FixRejected(
         p, oks, n, [&](size_t i, int a) { return orig[a][i]; }, var, m);
@@ -449,7 +525,7 @@ void UpdateHalf(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* 
   using DF = hn::ScalableTag<float>;
   const DF df;
   constexpr bool kF16 = std::is_same_v<T, hwy::float16_t>;
-  const size_t N = kF16 ? hn::Lanes(df) : 2 * hn::Lanes(df);
+  const size_t N = 2 * hn::Lanes(df);  // both step types
   size_t i = 0;
   for (;;) {
     const HalfScalars k = HalfScalars::For<T>(p);
@@ -470,6 +546,31 @@ void UpdateHalf(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* 
 }
 #endif  // HWY_NATIVE_FMA
 
+// The float64 path over n elements, four steps per iteration (loop overhead: 38 -> 37 instructions per 8
+// elements on AVX2 compared with two).
+template <bool kFused, bool kFinite, typename T>
+void UpdateWide(const WideScalars k, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad, size_t n) {
+  const hn::ScalableTag<double> dd;
+  const size_t N = hn::Lanes(dd) * (kSplitFullVectors<T> ? 2 : 1);
+  size_t i = 0;
+  for (; i + 4 * N <= n; i += 4 * N) {
+    Step<T, false, kFused, kFinite>(dd, k, var + i, m + i, grad + i, N);
+    Step<T, false, kFused, kFinite>(dd, k, var + i + N, m + i + N, grad + i + N, N);
+    Step<T, false, kFused, kFinite>(dd, k, var + i + 2 * N, m + i + 2 * N, grad + i + 2 * N, N);
+    Step<T, false, kFused, kFinite>(dd, k, var + i + 3 * N, m + i + 3 * N, grad + i + 3 * N, N);
+  }
+  if (i + 2 * N <= n) {
+    Step<T, false, kFused, kFinite>(dd, k, var + i, m + i, grad + i, N);
+    Step<T, false, kFused, kFinite>(dd, k, var + i + N, m + i + N, grad + i + N, N);
+    i += 2 * N;
+  }
+  if (i + N <= n) {
+    Step<T, false, kFused, kFinite>(dd, k, var + i, m + i, grad + i, N);
+    i += N;
+  }
+  if (i < n) Step<T, true, kFused, kFinite>(dd, k, var + i, m + i, grad + i, n - i);
+}
+
 template <typename T>
 void UpdateTyped(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T* HWY_RESTRICT grad, size_t n) {
 #if HWY_NATIVE_FMA
@@ -477,11 +578,12 @@ void UpdateTyped(const Plan& p, T* HWY_RESTRICT var, T* HWY_RESTRICT m, const T*
     if (p.half_fast) return UpdateHalf(p, var, m, grad, n);
   }
 #endif
-  const hn::ScalableTag<double> dd;
-  const size_t N = hn::Lanes(dd) * (kSplitFullVectors<T> ? 2 : 1);
-  size_t i = 0;
-  for (; i + N <= n; i += N) Step<T, false>(dd, p, var + i, m + i, grad + i, N);
-  if (i < n) Step<T, true>(dd, p, var + i, m + i, grad + i, n - i);
+  const WideScalars k = WideScalars::For(p);
+  const bool finite = NNOPS_PS_SIGN_BLEND && std::isfinite(k.c0) && std::isfinite(k.c1) && std::isfinite(k.c2);
+  if (OmbFitsFma(k.omb)) {
+    return finite ? UpdateWide<true, true>(k, var, m, grad, n) : UpdateWide<true, false>(k, var, m, grad, n);
+  }
+  return finite ? UpdateWide<false, true>(k, var, m, grad, n) : UpdateWide<false, false>(k, var, m, grad, n);
 }
 
 void UpdateRange(const Plan& p, void* var, void* m, const void* grad, int64_t begin, int64_t end) {

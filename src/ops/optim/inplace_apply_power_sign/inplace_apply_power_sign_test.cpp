@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <limits>
@@ -274,6 +275,74 @@ TEST_P(PowerSignDtypeTest, SpecialValuesFollowReference) {
       // verify() requires NaN where the reference is NaN and the very same infinity where it is infinite.
       run_and_compare(p);
     }
+  });
+}
+
+// Coefficients that overflow: logbase * sign_decay = -+1200 makes coef[0] or coef[2] infinite (and the other
+// +0). Where m = +-Inf and grad = +-0, prod = m_new * grad is NaN while the reference's sign_gm is 0
+// (coefficient lr, var_new = var): a coefficient chosen from the sign bit of that NaN would be the infinite
+// one on some targets (x86's default NaN is negative, Arm's positive), and Inf * 0 is NaN. The float64
+// path must then compare (see the NB at UpdateF64); this fails if it reads the sign bit regardless.
+TEST_P(PowerSignDtypeTest, InfiniteCoefficientWithInfiniteMomentAndZeroGrad) {
+  const DType t = GetParam();
+  const double var_values[] = {1.5, -0.0, 0.0, -3.0};
+  const double m_values[] = {kInf, -kInf};
+  const double grad_values[] = {0.0, -0.0};
+  for (const Scalars s : {Scalars{2.0, -40.0, 30.0, 0.5}, Scalars{2.0, 40.0, 30.0, 0.5}}) {
+    SCOPED_TRACE("logbase " + std::to_string(s.logbase));
+    testing::for_each_isa([&](const std::string&) {
+      // 37 elements: full vectors on every target and a tail; the special lanes repeat at every position.
+      Problem p(t, {37}, s);
+      for (int64_t i = 0; i < 37; ++i) {
+        p.var.set(i, var_values[i % 4]);
+        p.m.set(i, m_values[(i / 4) % 2]);
+        p.grad.set(i, grad_values[(i / 8) % 2]);
+      }
+      p.grad.set(36, 0.25);  // one ordinary lane: the infinite coefficient of its sign_gm gives +-Inf
+      power_sign::Args a{};
+      a.dtype = t;
+      a.numel = 37;
+      a.s = p.scalars();
+      const power_sign::Plan plan = power_sign::make_plan(a, Context{1});
+      ASSERT_TRUE(std::isinf(plan.coef[0]) || std::isinf(plan.coef[2]));
+      run_and_compare(p, /*exact=*/true);
+      for (int64_t i = 0; i < 36; ++i) ASSERT_EQ(p.var.get(i), var_values[i % 4]) << i;
+    });
+  }
+}
+
+// float32 with a beta whose 1 - beta has more than 29 significant bits (0x1.000002p-10: 33 bits), so that
+// (1 - beta) * grad is rounded in float64 and the reference's m_new (two roundings) can differ from a fused
+// multiply-add (one): the kernel must not fuse there (see the NB at OmbFitsFma). The inputs were found by a
+// search for m_new values whose float64 roundings straddle a float32 rounding boundary; the test checks that
+// the fused value would round differently, so the case stays hard.
+TEST(PowerSignFloat32, MomentIsFusedOnlyWhereExact) {
+  const float beta = 0x1.000002p-10f;
+  const uint32_t pairs[][2] = {{0x3fe5c8e7, 0xb80b9a36}, {0x3f8e7d88, 0xb76dc608}, {0x3fc976e8, 0x37e992ec},
+                               {0x3f9acf77, 0xb8a1f297}, {0x3f9a3637, 0xb8f1f2e3}, {0x3ff871e7, 0xb63878e0}};
+  const int64_t n = 2 * static_cast<int64_t>(std::size(pairs)) + 5;  // each pair twice, then a tail
+  auto bits_to_float = [](uint32_t u) {
+    float f;
+    std::memcpy(&f, &u, sizeof f);
+    return f;
+  };
+  testing::for_each_isa([&](const std::string&) {
+    Problem p(DType::kFloat32, {n}, {0.01, 0.5, 1.0, beta});
+    const Scalars s = p.scalars();
+    ASSERT_EQ(s.beta, static_cast<double>(beta));
+    for (int64_t i = 0; i < n; ++i) {
+      const auto& pr = pairs[i % std::size(pairs)];
+      p.grad.set(i, bits_to_float(pr[0]));
+      p.m.set(i, bits_to_float(pr[1]));
+      p.var.set(i, 1.0);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      double vr, mr;
+      power_sign::reference(s, p.var.get(i), p.m.get(i), p.grad.get(i), &vr, &mr);
+      const double fused = std::fma(1.0 - s.beta, p.grad.get(i), s.beta * p.m.get(i));
+      ASSERT_NE(static_cast<float>(fused), static_cast<float>(mr)) << i;
+    }
+    run_and_compare(p);
   });
 }
 
