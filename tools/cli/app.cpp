@@ -75,7 +75,7 @@ std::unique_ptr<CommandLine> make_command_line() {
       ->add_option("--layout", bench.layouts,
                    "Where the tensors lie: huge (2 MiB-aligned huge-page buffers), offset (malloc-like, 4 KiB pages, "
                    "consecutive buffers 4 KiB + 64 B further apart), adjacent (as malloc places fresh arrays, each "
-                   "4 KiB after the last) (default: all three)")
+                   "4 KiB after the last) (default: huge and adjacent)")
       ->check(CLI::IsMember({"huge", "offset", "adjacent"}));
   bench_cmd->add_option("--shape", bench.shape, "One case of this main shape (D0,D1,...) instead of the size classes");
   bench_cmd

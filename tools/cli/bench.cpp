@@ -125,7 +125,7 @@ struct SweepRow {
   std::string op, dtype, shape;
   int64_t numel = 0;
   int threads = 2;
-  double t1 = 0, tn = 0;  // median seconds per call
+  Timing t1, tn;  // seconds per call
   std::string error;
 };
 
@@ -167,8 +167,8 @@ SweepRow sweep_point(const ops::OpDesc& d, DType t, int64_t n, int threads, int 
       ((i + pass) % 2 ? sn : s1).push_back((now_seconds() - a) / k);
     }
   }
-  r.t1 = summarize(s1).median;
-  r.tn = summarize(sn).median;
+  r.t1 = summarize(s1);
+  r.tn = summarize(sn);
   if (!st) r.error = st.message();
   return r;
 }
@@ -185,8 +185,8 @@ int run_sweep(const std::vector<const ops::OpDesc*>& ops_list, const std::vector
     if (e < 22) sizes.push_back((int64_t{3} << e) / 2);
   }
   if (!json) {
-    std::printf("%-25s %-8s %-20s %9s %3s %10s %10s %6s\n", "operator", "dtype", "shape", "elements", "thr",
-                "1 thread", "N threads", "N/1");
+    std::printf("%-25s %-8s %-20s %9s %3s %10s %10s %6s %10s %10s %6s\n", "operator", "dtype", "shape", "elements",
+                "thr", "1 thread", "N threads", "N/1", "min 1", "min N", "N/1");
   }
   std::vector<std::string> rows;
   bool ok = true;
@@ -194,22 +194,24 @@ int run_sweep(const std::vector<const ops::OpDesc*>& ops_list, const std::vector
     for (DType t : dtypes) {
       for (int64_t n : sizes) {
         for (int th : more) {
-          const SweepRow r = sweep_point(*d, t, n, th, std::max(reps, 9));
+          const SweepRow r = sweep_point(*d, t, n, th, std::max(reps, 15));
           if (!r.error.empty()) ok = false;
-          const double q = r.tn / r.t1;
+          const double q = r.tn.median / r.t1.median, qmin = r.tn.min / r.t1.min;
           if (!json) {
-            std::printf("%-25s %-8s %-20s %9lld %3d %10s %10s %6.2f%s\n", r.op.c_str(), r.dtype.c_str(),
-                        r.shape.c_str(), static_cast<long long>(r.numel), r.threads, format_time(r.t1).c_str(),
-                        format_time(r.tn).c_str(), q, q > 1.05 ? "  slower" : "");
+            std::printf("%-25s %-8s %-20s %9lld %3d %10s %10s %6.2f %10s %10s %6.2f%s\n", r.op.c_str(),
+                        r.dtype.c_str(), r.shape.c_str(), static_cast<long long>(r.numel), r.threads,
+                        format_time(r.t1.median).c_str(), format_time(r.tn.median).c_str(), q,
+                        format_time(r.t1.min).c_str(), format_time(r.tn.min).c_str(), qmin,
+                        q > 1.05 ? "  slower" : "");
             std::fflush(stdout);
           }
           char buf[512];
           std::snprintf(buf, sizeof buf,
                         "{\"op\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", \"numel\": %lld, \"threads\": %d, "
                         "\"median_1_thread_s\": %.9g, \"median_threads_s\": %.9g, \"ratio\": %.4g, "
-                        "\"error\": \"%s\"}",
+                        "\"min_1_thread_s\": %.9g, \"min_threads_s\": %.9g, \"min_ratio\": %.4g, \"error\": \"%s\"}",
                         r.op.c_str(), r.dtype.c_str(), r.shape.c_str(), static_cast<long long>(r.numel), r.threads,
-                        r.t1, r.tn, q, r.error.c_str());
+                        r.t1.median, r.tn.median, q, r.t1.min, r.tn.min, qmin, r.error.c_str());
           rows.push_back(buf);
         }
       }
@@ -221,9 +223,9 @@ int run_sweep(const std::vector<const ops::OpDesc*>& ops_list, const std::vector
     std::printf("  ]\n");
   } else {
     std::printf(
-        "N/1: median time per call on N threads / on 1 thread (the operator's own thread choice applies: below "
-        "its grain an N-thread call runs on 1). Calls repeat on the same data (in cache); 'slower' marks N/1 > "
-        "1.05.\n");
+        "N/1: median (and fastest) time per call on N threads / on 1 thread, samples of 1 and N threads "
+        "alternating (the operator's own thread choice applies: below its grain an N-thread call runs on 1). Calls "
+        "repeat on the same data (in cache); 'slower' marks a median N/1 > 1.05.\n");
   }
   return ok ? 0 : 1;
 }
@@ -268,7 +270,7 @@ int run_bench(const BenchOptions& o) {
     dtypes.push_back(*t);
   }
   std::vector<Layout> layouts;
-  for (const std::string& l : o.layouts.empty() ? std::vector<std::string>{"huge", "offset", "adjacent"} : o.layouts) {
+  for (const std::string& l : o.layouts.empty() ? std::vector<std::string>{"huge", "adjacent"} : o.layouts) {
     const auto v = parse_layout(l);
     if (!v) {
       std::fprintf(stderr, "nnops bench: unknown layout '%s'; expected huge, offset or adjacent\n", l.c_str());
@@ -357,9 +359,11 @@ int run_bench(const BenchOptions& o) {
                        d->min_rank, d->max_rank);
           return 2;
         }
+        const std::vector<CallSpec> specs{{d, spec}};
+        const std::vector<ops::Problem> problems = make_problems(specs);
         for (Layout l : layouts) {
-          // Fresh data for each layout: every layout starts from the same values.
-          const PlacedCalls pc = place_calls({{d, spec}}, l, c.layout == "channels_last");
+          // A copy of the same problem for each layout: every layout starts from the same values.
+          const PlacedCalls pc = place_calls(specs, l, c.layout == "channels_last", {}, &problems);
           for (int th : threads) {
             Result r = bench_call(pc.calls.front(), th, o.reps);
             r.op = d->name;

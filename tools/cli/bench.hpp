@@ -10,7 +10,7 @@ struct BenchOptions {
   std::vector<std::string> dtypes;     // empty = float32, float16, bfloat16
   std::vector<int> threads;            // empty = 1 and all cores
   std::vector<std::string> sizes;      // l2, l3, dram; empty = all three
-  std::vector<std::string> layouts;    // huge, offset, adjacent; empty = the default (bench.cpp)
+  std::vector<std::string> layouts;    // huge, offset, adjacent; empty = huge and adjacent
   std::vector<std::string> workloads;  // resnet50, unet: run these instead of the operator cases
   std::string shape;                   // "D0,D1,...": one case of this main shape instead of the size classes
   bool sweep = false;                  // 1 thread against more, over sizes (the thread grain)

@@ -93,8 +93,15 @@ Timing summarize(std::vector<double> v) {
   return t;
 }
 
+std::vector<ops::Problem> make_problems(const std::vector<CallSpec>& specs) {
+  std::vector<ops::Problem> out;
+  out.reserve(specs.size());
+  for (const CallSpec& c : specs) out.push_back(c.d->make_problem(c.spec));
+  return out;
+}
+
 PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool channels_last,
-                        const std::vector<std::pair<int, int>>& order_in) {
+                        const std::vector<std::pair<int, int>>& order_in, const std::vector<ops::Problem>* problems) {
   // Sizes first (from the descriptors' shapes), so that one placement holds every tensor in order.
   std::vector<std::vector<std::vector<int64_t>>> shapes(specs.size());
   std::vector<std::vector<std::size_t>> bytes(specs.size());
@@ -130,7 +137,9 @@ PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool 
   const int threads = resolve_num_threads(Context{});
   for (std::size_t c = 0; c < specs.size(); ++c) {
     const ops::OpDesc& d = *specs[c].d;
-    ops::Problem p = d.make_problem(specs[c].spec);
+    ops::Problem generated;
+    if (problems == nullptr) generated = d.make_problem(specs[c].spec);
+    const ops::Problem& p = problems ? (*problems)[c] : generated;
     PlacedCall call;
     call.d = &d;
     call.shape = specs[c].spec.shape;
@@ -151,7 +160,7 @@ PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool 
         call.views[i] = TensorView::contiguous(dst, p.t[i].dtype(), sh.data(), static_cast<int>(sh.size()));
         if (p.t[i].bytes()) std::memcpy(dst, p.t[i].data(), p.t[i].bytes());
       }
-      p.t[i] = detail::HostBuffer();  // keep the peak at one problem
+      if (problems == nullptr) generated.t[i] = detail::HostBuffer();  // keep the peak at one problem
     }
     call.probe_own = map_probe(d, call.views, &call.probe);
     out.calls.push_back(std::move(call));
@@ -205,7 +214,7 @@ std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vect
     }
   }
   std::vector<std::pair<ProbeVariant, double>> out;
-  for (std::size_t k = 0; k < vs.size(); ++k) out.push_back({vs[k], median(t[k])});
+  for (std::size_t k = 0; k < vs.size(); ++k) out.push_back({vs[k], *std::min_element(t[k].begin(), t[k].end())});
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   return out;
 }

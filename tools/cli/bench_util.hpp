@@ -63,16 +63,22 @@ struct CallSpec {
 /// `order` ((call, tensor) pairs; present tensors it leaves out follow in call and descriptor order).
 /// `channels_last`: tensors of rank >= 3 in [N, d2, ..., C] memory (strided views). The problems are
 /// generated one at a time and dropped once copied, so the memory peak is the placed tensors and one problem.
+/// `problems`: the specs' problems made already (make_problems), to place the same data again; they are
+/// copied, not consumed.
 PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool channels_last,
-                        const std::vector<std::pair<int, int>>& order = {});
+                        const std::vector<std::pair<int, int>>& order = {},
+                        const std::vector<ops::Problem>* problems = nullptr);
+
+/// The problems of the specs (each descriptor's generator), for place_calls.
+std::vector<ops::Problem> make_problems(const std::vector<CallSpec>& specs);
 
 /// Runs the probe `v` over every set in turn (one parallel region each).
 void run_probes(const std::vector<const ProbeSet*>& sets, int threads, ProbeVariant v);
 
-/// The variants that apply to the sets, each timed `rounds` times (after one warm-up pass); returns them
-/// with their median times, fastest first.
+/// The variants that apply to the sets, each timed `rounds` times in turn (after one warm-up pass); returns
+/// them with their fastest times, fastest first.
 std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets,
-                                                                 int threads, int rounds = 3);
+                                                                 int threads, int rounds = 2);
 
 /// Load averages (1, 5, 15 minutes) from /proc/loadavg; zeros where unavailable.
 std::vector<double> load_average();

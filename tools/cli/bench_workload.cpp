@@ -285,11 +285,17 @@ class ScopedThreadsEnv {
 
 // ---- resnet50 ---------------------------------------------------------------------------------------------
 
-bool resnet50_case(DType t, Layout layout, const WorkloadArgs& a, std::vector<std::string>* json) {
+// The 161 calls of a step and the one call on the total size, with their problems (made once per dtype).
+struct ResnetProblems {
+  std::vector<CallSpec> list, one;
+  std::vector<ops::Problem> list_p, one_p;
+};
+
+ResnetProblems resnet50_problems(DType t) {
   const ops::OpDesc& d = *ops::find_op("inplace_apply_power_sign");
   const std::vector<Shape> params = resnet50_parameters();
   int64_t total = 0;
-  std::vector<CallSpec> specs;
+  ResnetProblems r;
   for (std::size_t i = 0; i < params.size(); ++i) {
     ops::ProblemSpec s;
     s.dtype = t;
@@ -298,23 +304,31 @@ bool resnet50_case(DType t, Layout layout, const WorkloadArgs& a, std::vector<st
     int64_t n = 1;
     for (int64_t x : params[i]) n *= x;
     total += n;
-    specs.push_back({&d, s});
+    r.list.push_back({&d, s});
   }
   if (params.size() != 161 || total != 25557032) throw std::logic_error("resnet50: wrong parameter list");
-  // Allocation order of a first PyTorch training step: the parameters (model construction), the gradients
-  // (backward: the last layer's first), the optimizer's momentum (first step, parameter order). Tensors:
-  // var 0, m 1, grad 6.
-  const int n = static_cast<int>(params.size());
-  std::vector<std::pair<int, int>> order;
-  for (int i = 0; i < n; ++i) order.push_back({i, 0});
-  for (int i = n - 1; i >= 0; --i) order.push_back({i, 6});
-  for (int i = 0; i < n; ++i) order.push_back({i, 1});
-  const PlacedCalls list = place_calls(specs, layout, false, order);
   ops::ProblemSpec one;
   one.dtype = t;
   one.shape = {total};
   one.seed = 1000;
-  const PlacedCalls single = place_calls({{&d, one}}, layout, false, {{0, 0}, {0, 6}, {0, 1}});
+  r.one.push_back({&d, one});
+  r.list_p = make_problems(r.list);
+  r.one_p = make_problems(r.one);
+  return r;
+}
+
+bool resnet50_case(DType t, Layout layout, const ResnetProblems& rp, const WorkloadArgs& a,
+                   std::vector<std::string>* json) {
+  // Allocation order of a first PyTorch training step: the parameters (model construction), the gradients
+  // (backward: the last layer's first), the optimizer's momentum (first step, parameter order). Tensors:
+  // var 0, m 1, grad 6.
+  const int n = static_cast<int>(rp.list.size());
+  std::vector<std::pair<int, int>> order;
+  for (int i = 0; i < n; ++i) order.push_back({i, 0});
+  for (int i = n - 1; i >= 0; --i) order.push_back({i, 6});
+  for (int i = 0; i < n; ++i) order.push_back({i, 1});
+  const PlacedCalls list = place_calls(rp.list, layout, false, order, &rp.list_p);
+  const PlacedCalls single = place_calls(rp.one, layout, false, {{0, 0}, {0, 6}, {0, 1}}, &rp.one_p);
   const PlacedCall& big = single.calls.front();
   double bytes = 0;
   for (const PlacedCall& c : list.calls) bytes += c.bytes;
@@ -428,7 +442,7 @@ bool resnet50_case(DType t, Layout layout, const WorkloadArgs& a, std::vector<st
 
 // ---- unet ------------------------------------------------------------------------------------------------------
 
-bool unet_case(DType t, Layout layout, bool channels_last, const WorkloadArgs& a, std::vector<std::string>* json) {
+std::vector<CallSpec> unet_specs(DType t) {
   const ops::OpDesc& fwd = *ops::find_op("group_norm");
   const ops::OpDesc& bwd = *ops::find_op("group_norm_backward");
   const std::vector<GnLayer> layers = unet_groupnorms();
@@ -452,8 +466,13 @@ bool unet_case(DType t, Layout layout, bool channels_last, const WorkloadArgs& a
     s.attrs = bwd.attrs_for(s.shape);
     specs.push_back({&bwd, s});
   }
-  const PlacedCalls pc = place_calls(specs, layout, channels_last);
-  const std::size_t nl = layers.size();
+  return specs;
+}
+
+bool unet_case(DType t, Layout layout, bool channels_last, const std::vector<CallSpec>& specs,
+               const std::vector<ops::Problem>& problems, const WorkloadArgs& a, std::vector<std::string>* json) {
+  const PlacedCalls pc = place_calls(specs, layout, channels_last, {}, &problems);
+  const std::size_t nl = specs.size() / 2;
   bool ok = true;
   for (int th : a.threads) {
     const Context ctx{th};
@@ -514,7 +533,8 @@ bool run_resnet50(const WorkloadArgs& a, std::vector<std::string>* json) {
   }
   bool ok = true;
   for (int t : a.dtypes) {
-    for (int l : a.layouts) ok = resnet50_case(static_cast<DType>(t), static_cast<Layout>(l), a, json) && ok;
+    const ResnetProblems rp = resnet50_problems(static_cast<DType>(t));
+    for (int l : a.layouts) ok = resnet50_case(static_cast<DType>(t), static_cast<Layout>(l), rp, a, json) && ok;
   }
   if (!a.json) {
     std::printf("GB/s: compulsory bytes / median time. ratio = GB/s / probe (the same-mix probe on the total-size "
@@ -536,8 +556,12 @@ bool run_unet(const WorkloadArgs& a, std::vector<std::string>* json) {
   }
   bool ok = true;
   for (int t : a.dtypes) {
+    const std::vector<CallSpec> specs = unet_specs(static_cast<DType>(t));
+    const std::vector<ops::Problem> problems = make_problems(specs);
     for (int l : a.layouts) {
-      for (bool cl : {false, true}) ok = unet_case(static_cast<DType>(t), static_cast<Layout>(l), cl, a, json) && ok;
+      for (bool cl : {false, true}) {
+        ok = unet_case(static_cast<DType>(t), static_cast<Layout>(l), cl, specs, problems, a, json) && ok;
+      }
     }
   }
   if (!a.json) {
