@@ -154,7 +154,7 @@ def nnops_cases(args, threads):
     rows, version = [], None
     for op in args.op:
         for size in args.size:
-            cmd = [args.nnops, "bench", "--json", "--op", op, "--size", size, "--dtype", *args.dtype,
+            cmd = [args.nnops, "bench", "--json", "--op", op, "--size", size, "--layout", "huge", "--dtype", *args.dtype,
                    "--threads", str(threads), "--reps", str(args.reps_l3 if size == "l3" else args.reps)]
             out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
             doc = json.loads(out)

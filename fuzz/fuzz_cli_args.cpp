@@ -68,5 +68,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   require(cl->demo.iters >= 1 && cl->demo.iters <= 1000);
   require(cl->bench.reps >= 3 && cl->bench.reps <= 1000);
   for (const std::string& s : cl->bench.sizes) require(s == "l2" || s == "l3" || s == "dram");
+  for (const std::string& s : cl->bench.layouts) require(s == "huge" || s == "offset" || s == "adjacent");
+  for (const std::string& s : cl->bench.workloads) require(s == "resnet50" || s == "unet");
   return 0;
 }

@@ -71,6 +71,21 @@ std::unique_ptr<CommandLine> make_command_line() {
   bench_cmd->add_option("--threads", bench.threads, "Thread count(s) (default: 1 and all cores)");
   bench_cmd->add_option("--size", bench.sizes, "l2, l3, dram (default: all)")
       ->check(CLI::IsMember({"l2", "l3", "dram"}));
+  bench_cmd
+      ->add_option("--layout", bench.layouts,
+                   "Where the tensors lie: huge (2 MiB-aligned huge-page buffers), offset (malloc-like, 4 KiB pages, "
+                   "consecutive buffers 4 KiB + 64 B further apart), adjacent (as malloc places fresh arrays, each "
+                   "4 KiB after the last) (default: huge and adjacent)")
+      ->check(CLI::IsMember({"huge", "offset", "adjacent"}));
+  bench_cmd->add_option("--shape", bench.shape, "One case of this main shape (D0,D1,...) instead of the size classes");
+  bench_cmd
+      ->add_option("--workload", bench.workloads,
+                   "Run a whole-model workload instead of the operator cases: resnet50 (a PowerSign step over "
+                   "ResNet-50's 161 parameters, C++ and C API), unet (GroupNorm forward and backward over Stable "
+                   "Diffusion's UNet layers)")
+      ->check(CLI::IsMember({"resnet50", "unet"}));
+  bench_cmd->add_flag("--sweep", bench.sweep,
+                      "Time 1 thread against more (--threads) for sizes from 256 elements to 4 Mi (the thread grain)");
   bench_cmd->add_option("--reps", bench.reps, "Timed repetitions per case")->check(CLI::Range(3, 1000));
   bench_cmd->add_flag("--json", bench.json, "Machine-readable output (one JSON document)");
 

@@ -1,5 +1,7 @@
-// `nnops bench`: time per call, compulsory bytes, effective GB/s, and the ratio to a bandwidth probe
-// with the same read/write mix measured in the same process, interleaved with the operator's runs.
+// `nnops bench`: time per call, compulsory bytes, effective GB/s, and the ratio to a bandwidth probe with the
+// same read/write mix, run on the call's own buffers (placed as --layout says), measured in the same process
+// and interleaved with the operator's runs. --sweep times 1 thread against more over sizes (the thread
+// grain); --workload runs whole-model workloads (tools/cli/bench_workload.cpp).
 #include "tools/cli/bench.hpp"
 
 #include <algorithm>
@@ -9,180 +11,256 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
-#include "src/core/layout.hpp"
 #include "src/ops/op_desc.hpp"
-#include "src/ops/problem_util.hpp"
+#include "tools/cli/bench_layout.hpp"
 #include "tools/cli/bench_probe.hpp"
+#include "tools/cli/bench_util.hpp"
 #include "tools/cli/cli_util.hpp"
 
 namespace nnops::cli {
 namespace {
 
-struct Timing {
-  double median = 0, min = 0, max = 0;
-};
-
-Timing summarize(std::vector<double> v) {
-  Timing t;
-  std::sort(v.begin(), v.end());
-  t.median = median(v);
-  t.min = v.front();
-  t.max = v.back();
-  return t;
-}
-
 struct Result {
-  std::string op, dtype, size, shape;
+  std::string op, dtype, size, shape, layout;
   int threads = 1;
   Timing op_t, probe_t;
+  ProbeVariant probe_variant = ProbeVariant::kPlain;
+  std::vector<std::pair<ProbeVariant, double>> ranked;
+  bool probe_own = true;
   double bytes = 0;        // compulsory traffic per call
   double model_bytes = 0;  // traffic the algorithm needs (differs for groups larger than cache)
+  double probe_bytes = 0;
   std::string error;
   double gbps() const { return bytes / op_t.median / 1e9; }
   double probe_gbps() const { return probe_bytes / probe_t.median / 1e9; }
   double ratio() const { return gbps() / probe_gbps(); }
   double model_ratio() const { return model_bytes / op_t.median / 1e9 / probe_gbps(); }
-  double probe_bytes = 0;
 };
 
-Result make_result(const char* op, DType t, const std::string& size, const std::string& shape, int threads) {
+// Warm-up, the probe variants ranked on these buffers, then `reps` runs of the operator and of the best
+// probe, alternately: both see the same machine state.
+Result bench_call(const PlacedCall& call, int threads, int reps) {
   Result r;
-  r.op = op;
-  r.dtype = dtype_name(t);
-  r.size = size;
-  r.shape = shape;
   r.threads = threads;
-  return r;
-}
-
-// Runs op and probe alternately `reps` times after warm-up; both see the same machine state.
-template <class Op, class Probe>
-void measure(int reps, Op&& op, Probe&& probe, Timing* op_t, Timing* probe_t) {
-  for (int i = 0; i < 2; ++i) {
-    op();
-    probe();
-  }
+  const Context ctx{threads};
+  Status st;
+  auto op = [&] { st = call.run(ctx); };
+  op();
+  op();
+  const std::vector<const ProbeSet*> sets{&call.probe};
+  r.ranked = rank_probe_variants(sets, threads);
+  r.probe_variant = r.ranked.front().first;
   std::vector<double> to, tp;
   for (int i = 0; i < reps; ++i) {
     double t0 = now_seconds();
     op();
     to.push_back(now_seconds() - t0);
     t0 = now_seconds();
-    probe();
+    run_probes(sets, threads, r.probe_variant);
     tp.push_back(now_seconds() - t0);
   }
-  *op_t = summarize(to);
-  *probe_t = summarize(tp);
-}
-
-Result bench_case(const ops::OpDesc& d, DType t, const ops::BenchCase& c, int threads, int reps) {
-  Result r = make_result(d.name, t, c.size, shape_string(c.shape), threads);
-  ops::ProblemSpec spec;
-  spec.dtype = t;
-  spec.shape = c.shape;
-  spec.attrs = c.attrs;
-  ops::Problem p = d.make_problem(spec);
-  std::vector<TensorView> v = p.views();
-  // A channels-last case: every tensor of rank >= 3 moved to [N, d2, ..., C] memory (same bytes, strided view).
-  std::vector<HostBuffer> relaid(p.t.size());
-  if (c.layout == "channels_last") {
-    for (std::size_t i = 0; i < p.t.size(); ++i) {
-      const std::vector<int64_t>& sh = p.t[i].shape();
-      if (!p.present[i] || sh.size() < 3) continue;
-      const int r = static_cast<int>(sh.size());
-      std::vector<int64_t> st(r);
-      int64_t acc = sh[1];
-      st[1] = 1;
-      for (int k = r - 1; k >= 2; --k) {
-        st[k] = acc;
-        acc *= sh[k];
-      }
-      st[0] = acc;
-      relaid[i] = HostBuffer(p.t[i].dtype(), sh);
-      v[i] = TensorView::strided(relaid[i].data(), p.t[i].dtype(), sh.data(), st.data(), r);
-      detail::scatter_dense(p.t[i].data(), v[i]);
-    }
-  }
-  const Context ctx{threads};
-  Status st;
-  auto op = [&] { st = ops::run_prepared(d.name, d.prepare, v.data(), p.attrs, ctx); };
-  // Probe arrays of the main tensor's byte size (float32 lanes), separate from the operator's data.
-  const ops::ProbeMix mix = d.probe;
-  const int64_t pn = static_cast<int64_t>(p.t[0].bytes() / 4);
-  const int narrays = mix.reads + (mix.in_place ? 0 : mix.writes);
-  std::vector<HostBuffer> arrays;
-  std::vector<float*> ptrs;
-  for (int k = 0; k < narrays; ++k) {
-    arrays.emplace_back(DType::kFloat32, std::vector<int64_t>{pn});
-    // The in-place probe adds the last array to the others on every run: tiny values keep them normal.
-    const bool addend = mix.in_place && k == mix.reads - 1;
-    ops::fill_uniform(arrays.back(), 100 + k, addend ? -1e-30f : 0.0f, addend ? 1e-30f : 1.0f);
-    ptrs.push_back(static_cast<float*>(arrays.back().data()));
-  }
-  auto probe = [&](bool streaming) {
-    probe_mix(ptrs.data(), mix.reads, mix.writes, mix.in_place, static_cast<size_t>(pn), threads, streaming);
-  };
-  measure(reps, op, [&] { probe(false); }, &r.op_t, &r.probe_t);
-  if (!mix.in_place) {  // the better of plain and non-temporal stores
-    probe(true);
-    const Timing streaming = summarize(time_calls(reps, [&] { probe(true); }));
-    if (streaming.median < r.probe_t.median) r.probe_t = streaming;
-  }
+  r.op_t = summarize(to);
+  r.probe_t = summarize(tp);
   if (!st) r.error = st.message();
-  r.bytes = d.bytes(p);
-  r.model_bytes = d.model_bytes ? d.model_bytes(p) : r.bytes;
-  r.probe_bytes = static_cast<double>(mix.reads + mix.writes) * p.t[0].bytes();
+  r.bytes = call.bytes;
+  r.model_bytes = call.model_bytes;
+  r.probe_bytes = call.probe.bytes();
+  r.probe_own = call.probe_own;
   return r;
 }
 
 void print_header() {
-  std::printf("%-25s %-8s %-8s %-24s %3s %10s %21s %8s %8s %6s %6s\n", "operator", "dtype", "size", "shape", "thr",
-              "median", "spread (min..max)", "GB/s", "probe", "ratio", "model");
+  std::printf("%-25s %-8s %-18s %-20s %-8s %3s %9s %19s %6s %6s %11s %-9s %5s %5s\n", "operator", "dtype", "size",
+              "shape", "layout", "thr", "median", "spread (min..max)", "GB/s", "probe", "probe range", "variant",
+              "ratio", "model");
 }
 
 void print_row(const Result& r) {
   if (!r.error.empty()) {
-    std::printf("%-25s %-8s %-8s ERROR: %s\n", r.op.c_str(), r.dtype.c_str(), r.size.c_str(), r.error.c_str());
+    std::printf("%-25s %-8s %-18s ERROR: %s\n", r.op.c_str(), r.dtype.c_str(), r.size.c_str(), r.error.c_str());
     return;
   }
-  {
-    const std::string spread = format_time(r.op_t.min) + ".." + format_time(r.op_t.max);
-    std::printf("%-25s %-8s %-8s %-24s %3d %10s %21s %8.1f %8.1f %6.2f %6.2f\n", r.op.c_str(), r.dtype.c_str(),
-                r.size.c_str(), r.shape.c_str(), r.threads, format_time(r.op_t.median).c_str(), spread.c_str(),
-                r.gbps(), r.probe_gbps(), r.ratio(), r.model_ratio());
-    std::fflush(stdout);
-  }
+  const std::string spread = format_time(r.op_t.min) + ".." + format_time(r.op_t.max);
+  char range[32];
+  std::snprintf(range, sizeof range, "%.0f..%.0f", r.probe_bytes / r.probe_t.max / 1e9,
+                r.probe_bytes / r.probe_t.min / 1e9);
+  std::printf("%-25s %-8s %-18s %-20s %-8s %3d %9s %19s %6.1f %6.1f %11s %-9s %5.2f %5.2f%s\n", r.op.c_str(),
+              r.dtype.c_str(), r.size.c_str(), r.shape.c_str(), r.layout.c_str(), r.threads,
+              format_time(r.op_t.median).c_str(), spread.c_str(), r.gbps(), r.probe_gbps(), range,
+              probe_variant_name(r.probe_variant), r.ratio(), r.model_ratio(), r.probe_own ? "" : " *");
+  std::fflush(stdout);
 }
 
 void print_footer() {
   std::printf(
-      "GB/s: compulsory bytes per call / median time. probe: a streaming kernel with the operator's read/write mix "
-      "(e.g. PowerSign: read 3, update 2 in place; GroupNormalizationGrad: read 3, write 1, best of plain and "
-      "non-temporal stores), same threads, same bytes. ratio = GB/s / probe. model: ratio counting the traffic the "
-      "algorithm needs (e.g. GroupNormalizationGrad groups larger than 1 MiB are read twice).\n");
+      "GB/s: compulsory bytes per call / median time. probe: GB/s of the fastest of several streaming kernels "
+      "(variant) with the operator's read/write mix (e.g. PowerSign: read 3, update 2 in place; "
+      "GroupNormalizationGrad: read 3, write 1), run on the operator's own buffers (integer lanes; inputs left "
+      "unchanged), same threads, interleaved with the operator's calls; probe range: its slowest..fastest run. "
+      "ratio = GB/s / probe. model: ratio counting the traffic the algorithm needs (e.g. GroupNormalizationGrad "
+      "groups larger than 1 MiB are read twice). layout: huge = 2 MiB-aligned huge-page buffers; adjacent = "
+      "placed as malloc places fresh arrays (4 KiB pages, each 4 KiB after the last); offset = adjacent with "
+      "4 KiB + 64 B more between consecutive buffers. * probe on separate buffers.\n");
 }
 
-void print_json(const std::vector<Result>& rs) {
-  std::printf("{\"nnops_version\": \"%s\", \"isa\": \"%s\", \"results\": [\n", version(), current_isa().c_str());
-  for (size_t i = 0; i < rs.size(); ++i) {
-    const Result& r = rs[i];
-    std::printf(
-        "  {\"op\": \"%s\", \"dtype\": \"%s\", \"size\": \"%s\", \"shape\": \"%s\", \"threads\": %d, "
-        "\"median_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"bytes\": %.0f, \"gbps\": %.4g, "
-        "\"probe_gbps\": %.4g, \"ratio\": %.4g, \"model_ratio\": %.4g, \"error\": \"%s\"}%s\n",
-        r.op.c_str(), r.dtype.c_str(), r.size.c_str(), r.shape.c_str(), r.threads, r.op_t.median, r.op_t.min,
-        r.op_t.max, r.bytes, r.gbps(), r.probe_gbps(), r.ratio(), r.model_ratio(), r.error.c_str(),
-        i + 1 < rs.size() ? "," : "");
+std::string json_result(const Result& r) {
+  char buf[1024];
+  std::snprintf(buf, sizeof buf,
+                "{\"op\": \"%s\", \"dtype\": \"%s\", \"size\": \"%s\", \"shape\": \"%s\", \"layout\": \"%s\", "
+                "\"threads\": %d, \"median_s\": %.9g, \"min_s\": %.9g, \"max_s\": %.9g, \"bytes\": %.0f, "
+                "\"gbps\": %.4g, \"probe_gbps\": %.4g, \"probe_min_gbps\": %.4g, \"probe_max_gbps\": %.4g, "
+                "\"probe_variant\": \"%s\", \"probe_on_operator_buffers\": %s, \"ratio\": %.4g, "
+                "\"model_ratio\": %.4g, ",
+                r.op.c_str(), r.dtype.c_str(), r.size.c_str(), r.shape.c_str(), r.layout.c_str(), r.threads,
+                r.op_t.median, r.op_t.min, r.op_t.max, r.bytes, r.gbps(), r.probe_gbps(),
+                r.probe_bytes / r.probe_t.max / 1e9, r.probe_bytes / r.probe_t.min / 1e9,
+                probe_variant_name(r.probe_variant), r.probe_own ? "true" : "false", r.ratio(), r.model_ratio());
+  return std::string(buf) + "\"probe_variants_gbps\": " + variants_json(r.ranked, r.probe_bytes) + ", \"error\": \"" +
+         r.error + "\"}";
+}
+
+// ---- --sweep: 1 thread against more, from a few hundred elements to MiBs ----------------------------------
+
+struct SweepRow {
+  std::string op, dtype, shape;
+  int64_t numel = 0;
+  int threads = 2;
+  Timing t1, tn;  // seconds per call
+  std::string error;
+};
+
+// The shape with about `n` elements: the first bench case's shape with its last dim scaled.
+std::vector<int64_t> sweep_shape(const ops::OpDesc& d, DType t, int64_t n) {
+  std::vector<int64_t> s = d.bench_cases(t).front().shape;
+  int64_t lead = 1;
+  for (std::size_t i = 0; i + 1 < s.size(); ++i) lead *= s[i];
+  s.back() = std::max<int64_t>(1, n / lead);
+  return s;
+}
+
+SweepRow sweep_point(const ops::OpDesc& d, DType t, int64_t n, int threads, int reps) {
+  SweepRow r;
+  r.op = d.name;
+  r.dtype = dtype_name(t);
+  ops::ProblemSpec spec;
+  spec.dtype = t;
+  spec.shape = sweep_shape(d, t, n);
+  r.shape = shape_string(spec.shape);
+  r.threads = threads;
+  PlacedCalls pc = place_calls({{&d, spec}}, Layout::kHuge, false);
+  const PlacedCall& call = pc.calls.front();
+  r.numel = call.views[0].numel();
+  Status st;
+  const Context c1{1}, cn{threads};
+  // Calls per sample: enough for ~0.3 ms, so that timer resolution and the loop do not count.
+  for (int i = 0; i < 3; ++i) st = call.run(cn);
+  double one = 1;
+  for (int i = 0; i < 5; ++i) {
+    const double t0 = now_seconds();
+    st = call.run(c1);
+    one = std::min(one, std::max(now_seconds() - t0, 1e-7));
   }
-  std::printf("]}\n");
+  const int k = static_cast<int>(std::clamp(3e-4 / one, 1.0, 10000.0));
+  std::vector<double> s1, sn;
+  for (int i = 0; i < reps; ++i) {
+    for (int pass = 0; pass < 2; ++pass) {
+      const Context& ctx = (i + pass) % 2 ? cn : c1;  // alternate which goes first
+      const double a = now_seconds();
+      for (int j = 0; j < k; ++j) st = call.run(ctx);
+      ((i + pass) % 2 ? sn : s1).push_back((now_seconds() - a) / k);
+    }
+  }
+  r.t1 = summarize(s1);
+  r.tn = summarize(sn);
+  if (!st) r.error = st.message();
+  return r;
+}
+
+int run_sweep(const std::vector<const ops::OpDesc*>& ops_list, const std::vector<DType>& dtypes,
+              const std::vector<int>& thread_list, int reps, bool json) {
+  std::vector<int> more;
+  for (int t : thread_list)
+    if (t > 1) more.push_back(t);
+  if (more.empty()) more.push_back(std::max(2, resolve_num_threads(Context{})));
+  std::vector<int64_t> sizes;
+  for (int e = 8; e <= 22; ++e) {
+    sizes.push_back(int64_t{1} << e);
+    if (e < 22) sizes.push_back((int64_t{3} << e) / 2);
+  }
+  if (!json) {
+    std::printf("%-25s %-8s %-20s %9s %3s %10s %10s %6s %10s %10s %6s\n", "operator", "dtype", "shape", "elements",
+                "thr", "1 thread", "N threads", "N/1", "min 1", "min N", "N/1");
+  }
+  std::vector<std::string> rows;
+  bool ok = true;
+  for (const ops::OpDesc* d : ops_list) {
+    for (DType t : dtypes) {
+      for (int64_t n : sizes) {
+        for (int th : more) {
+          const SweepRow r = sweep_point(*d, t, n, th, std::max(reps, 15));
+          if (!r.error.empty()) ok = false;
+          const double q = r.tn.median / r.t1.median, qmin = r.tn.min / r.t1.min;
+          if (!json) {
+            std::printf("%-25s %-8s %-20s %9lld %3d %10s %10s %6.2f %10s %10s %6.2f%s\n", r.op.c_str(),
+                        r.dtype.c_str(), r.shape.c_str(), static_cast<long long>(r.numel), r.threads,
+                        format_time(r.t1.median).c_str(), format_time(r.tn.median).c_str(), q,
+                        format_time(r.t1.min).c_str(), format_time(r.tn.min).c_str(), qmin,
+                        q > 1.05 ? "  slower" : "");
+            std::fflush(stdout);
+          }
+          char buf[512];
+          std::snprintf(buf, sizeof buf,
+                        "{\"op\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", \"numel\": %lld, \"threads\": %d, "
+                        "\"median_1_thread_s\": %.9g, \"median_threads_s\": %.9g, \"ratio\": %.4g, "
+                        "\"min_1_thread_s\": %.9g, \"min_threads_s\": %.9g, \"min_ratio\": %.4g, \"error\": \"%s\"}",
+                        r.op.c_str(), r.dtype.c_str(), r.shape.c_str(), static_cast<long long>(r.numel), r.threads,
+                        r.t1.median, r.tn.median, q, r.t1.min, r.tn.min, qmin, r.error.c_str());
+          rows.push_back(buf);
+        }
+      }
+    }
+  }
+  if (json) {
+    std::printf("  \"sweep\": [\n");
+    for (std::size_t i = 0; i < rows.size(); ++i) std::printf("    %s%s\n", rows[i].c_str(), i + 1 < rows.size() ? "," : "");
+    std::printf("  ]\n");
+  } else {
+    std::printf(
+        "N/1: median (and fastest) time per call on N threads / on 1 thread, samples of 1 and N threads "
+        "alternating (the operator's own thread choice applies: below its grain an N-thread call runs on 1). Calls "
+        "repeat on the same data (in cache); 'slower' marks a median N/1 > 1.05.\n");
+  }
+  return ok ? 0 : 1;
+}
+
+bool parse_shape(const std::string& s, std::vector<int64_t>* out) {
+  out->clear();
+  std::size_t i = 0;
+  while (i <= s.size()) {
+    const std::size_t j = std::min(s.find(',', i), s.size());
+    const std::string tok = s.substr(i, j - i);
+    if (tok.empty() || tok.find_first_not_of("0123456789") != std::string::npos || tok.size() > 12) return false;
+    out->push_back(std::stoll(tok));
+    i = j + 1;
+  }
+  return !out->empty();
 }
 
 }  // namespace
 
 int run_bench(const BenchOptions& o) {
-  std::vector<std::string> names = o.ops;
-  if (names.empty()) {
-    for (const ops::OpDesc* d : ops::all_ops()) names.push_back(d->name);
+  std::vector<const ops::OpDesc*> ops_list;
+  if (o.ops.empty()) {
+    ops_list = ops::all_ops();
+  } else {
+    for (const std::string& name : o.ops) {
+      const ops::OpDesc* d = ops::find_op(name);
+      if (d == nullptr) {
+        std::fprintf(stderr, "nnops bench: unknown operator '%s'\n", name.c_str());
+        return 2;
+      }
+      ops_list.push_back(d);
+    }
   }
   std::vector<DType> dtypes;
   for (const std::string& d :
@@ -194,43 +272,124 @@ int run_bench(const BenchOptions& o) {
     }
     dtypes.push_back(*t);
   }
+  std::vector<Layout> layouts;
+  for (const std::string& l : o.layouts.empty() ? std::vector<std::string>{"huge", "adjacent"} : o.layouts) {
+    const auto v = parse_layout(l);
+    if (!v) {
+      std::fprintf(stderr, "nnops bench: unknown layout '%s'; expected huge, offset or adjacent\n", l.c_str());
+      return 2;
+    }
+    if (std::find(layouts.begin(), layouts.end(), *v) == layouts.end()) layouts.push_back(*v);
+  }
   std::vector<int> threads = o.threads;
   if (threads.empty()) {
     threads = {1};
     const int all = resolve_num_threads(Context{});
     if (all > 1) threads.push_back(all);
   }
+  std::vector<int64_t> custom;
+  if (!o.shape.empty() && !parse_shape(o.shape, &custom)) {
+    std::fprintf(stderr, "nnops bench: --shape '%s': expected dims like 33554432 or 2,320,64,64\n", o.shape.c_str());
+    return 2;
+  }
+  const std::vector<double> load = load_average();
+  if (o.json) {
+    std::printf("{\"nnops_version\": \"%s\", \"isa\": \"%s\", \"load_average\": [%.2f, %.2f, %.2f],\n", version(),
+                current_isa().c_str(), load[0], load[1], load[2]);
+  } else {
+    std::printf("nnops %s bench: SIMD target %s, load average %.2f %.2f %.2f\n", version(), current_isa().c_str(),
+                load[0], load[1], load[2]);
+  }
+
+  if (o.sweep) {
+    const int rc = run_sweep(ops_list, dtypes, o.threads, o.reps, o.json);
+    if (o.json) std::printf("}\n");
+    return rc;
+  }
+
+  if (!o.workloads.empty()) {
+    bench_detail::WorkloadArgs a;
+    for (DType t : dtypes) a.dtypes.push_back(static_cast<int>(t));
+    a.threads = threads;
+    for (Layout l : layouts) a.layouts.push_back(static_cast<int>(l));
+    a.reps = o.reps;
+    a.json = o.json;
+    std::vector<std::string> json;
+    bool ok = true;
+    for (const std::string& w : o.workloads) {
+      if (w == "resnet50") {
+        ok = bench_detail::run_resnet50(a, &json) && ok;
+      } else if (w == "unet") {
+        ok = bench_detail::run_unet(a, &json) && ok;
+      } else {
+        std::fprintf(stderr, "nnops bench: unknown workload '%s'; expected resnet50 or unet\n", w.c_str());
+        return 2;
+      }
+    }
+    if (o.json) {
+      std::printf("  \"workloads\": [\n");
+      for (std::size_t i = 0; i < json.size(); ++i) std::printf("    %s%s\n", json[i].c_str(), i + 1 < json.size() ? "," : "");
+      std::printf("  ]\n}\n");
+    }
+    return ok ? 0 : 1;
+  }
+
   std::vector<std::string> sizes = o.sizes;
   if (sizes.empty()) sizes = {"l2", "l3", "dram"};
   std::vector<Result> results;
-  if (!o.json) {
-    std::printf("nnops %s bench: SIMD target %s\n", version(), current_isa().c_str());
-    print_header();
-  }
-  for (const std::string& name : names) {
-    const ops::OpDesc* d = ops::find_op(name);
-    if (d == nullptr) {
-      std::fprintf(stderr, "nnops bench: unknown operator '%s'\n", name.c_str());
-      return 2;
-    }
+  if (!o.json) print_header();
+  for (const ops::OpDesc* d : ops_list) {
     for (DType t : dtypes) {
-      // A size class also selects its variants ("dram" includes "dram-big").
-      for (const ops::BenchCase& c : d->bench_cases(t)) {
-        const bool wanted = std::any_of(sizes.begin(), sizes.end(), [&](const std::string& s) {
-          return c.size == s || c.size.rfind(s + "-", 0) == 0;
-        });
-        if (!wanted) continue;
-        for (int th : threads) {
-          results.push_back(bench_case(*d, t, c, th, o.reps));
-          if (!o.json) print_row(results.back());
+      std::vector<ops::BenchCase> cases;
+      if (!custom.empty()) {
+        cases.push_back({"custom", custom, {}, ""});
+      } else {
+        // A size class also selects its variants ("dram" includes "dram-big").
+        for (const ops::BenchCase& c : d->bench_cases(t)) {
+          const bool wanted = std::any_of(sizes.begin(), sizes.end(), [&](const std::string& s) {
+            return c.size == s || c.size.rfind(s + "-", 0) == 0;
+          });
+          if (wanted) cases.push_back(c);
+        }
+      }
+      for (const ops::BenchCase& c : cases) {
+        ops::ProblemSpec spec;
+        spec.dtype = t;
+        spec.shape = c.shape;
+        spec.attrs = c.attrs;
+        if (static_cast<int>(c.shape.size()) < d->min_rank || static_cast<int>(c.shape.size()) > d->max_rank) {
+          std::fprintf(stderr, "nnops bench: --shape %s: %s takes rank %d to %d\n", o.shape.c_str(), d->name,
+                       d->min_rank, d->max_rank);
+          return 2;
+        }
+        const std::vector<CallSpec> specs{{d, spec}};
+        const std::vector<ops::Problem> problems = make_problems(specs);
+        for (Layout l : layouts) {
+          // A copy of the same problem for each layout: every layout starts from the same values.
+          const PlacedCalls pc = place_calls(specs, l, c.layout == "channels_last", {}, &problems);
+          for (int th : threads) {
+            Result r = bench_call(pc.calls.front(), th, o.reps);
+            r.op = d->name;
+            r.dtype = dtype_name(t);
+            r.size = c.size;
+            r.shape = shape_string(c.shape);
+            r.layout = layout_name(l);
+            results.push_back(r);
+            if (!o.json) print_row(results.back());
+          }
         }
       }
     }
   }
-  if (o.json)
-    print_json(results);
-  else
+  if (o.json) {
+    std::printf("  \"results\": [\n");
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      std::printf("    %s%s\n", json_result(results[i]).c_str(), i + 1 < results.size() ? "," : "");
+    }
+    std::printf("  ]\n}\n");
+  } else {
     print_footer();
+  }
   for (const Result& r : results)
     if (!r.error.empty()) return 1;
   return 0;

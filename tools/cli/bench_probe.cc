@@ -11,92 +11,184 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 
+#ifndef NNOPS_BENCH_PROBE_ONCE
+#define NNOPS_BENCH_PROBE_ONCE
+namespace nnops::cli::probe_detail {
+// Read once per call: the compiler cannot fold the in-place probe's (x & zero) away.
+inline volatile uint32_t g_zero = 0;
+// Lanes per staged block and array (2 KiB: four arrays' blocks stay in a 32 KiB L1 with room to spare).
+inline constexpr size_t kStageLanes = 512;
+}  // namespace nnops::cli::probe_detail
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace nnops {
 namespace cli {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// Per-thread ranges are multiples of 64 floats, so no two threads share a cache line.
+// Per-thread ranges are multiples of 64 lanes, so no two threads share a cache line.
 inline void Range(size_t n, int nt, int tid, size_t* b, size_t* e) {
   const auto [lo, hi] = detail::split_range(static_cast<int64_t>((n + 63) / 64), nt, tid);
   *b = static_cast<size_t>(lo) * 64;
   *e = std::min(n, static_cast<size_t>(hi) * 64);
 }
 
-// kR reads, kW writes; the loops are unrolled by the compiler over the compile-time counts.
+template <class D, class V>
+HWY_INLINE void Put(D d, V v, uint32_t* p, bool stream) {
+  if (stream) {
+    hn::Stream(v, d, p);
+  } else {
+    hn::StoreU(v, d, p);
+  }
+}
+
+// kR reads, kW writes, kU vectors per array and step; the loops over arrays unroll over the compile-time
+// counts.
+template <int kR, int kW, bool kInPlace, int kU>
+HWY_INLINE void Direct(uint32_t* const* in, uint32_t* const* out, size_t i, size_t e, uint32_t zero, bool stream) {
+  const hn::ScalableTag<uint32_t> d;
+  const size_t N = hn::Lanes(d);
+  const auto z = hn::Set(d, zero);
+  using V = hn::Vec<decltype(d)>;
+  for (; i + kU * N <= e; i += kU * N) {
+    if constexpr (kInPlace) {
+      V last[kU];
+      for (int u = 0; u < kU; ++u) last[u] = hn::And(hn::LoadU(d, in[kR - 1] + i + u * N), z);
+      for (int k = 0; k < kW; ++k) {
+        V v[kU];
+        for (int u = 0; u < kU; ++u) v[u] = hn::Add(hn::LoadU(d, out[k] + i + u * N), last[u]);
+        for (int u = 0; u < kU; ++u) Put(d, v[u], out[k] + i + u * N, stream);
+      }
+    } else {
+      V s[kU];
+      for (int u = 0; u < kU; ++u) s[u] = hn::LoadU(d, in[0] + i + u * N);
+      for (int r = 1; r < kR; ++r) {
+        for (int u = 0; u < kU; ++u) s[u] = hn::Xor(s[u], hn::LoadU(d, in[r] + i + u * N));
+      }
+      for (int k = 0; k < kW; ++k) {
+        for (int u = 0; u < kU; ++u) Put(d, s[u], out[k] + i + u * N, stream);
+      }
+    }
+  }
+  for (; i < e; ++i) {
+    if constexpr (kInPlace) {
+      for (int k = 0; k < kW; ++k) out[k][i] += in[kR - 1][i] & zero;
+    } else {
+      uint32_t s = in[0][i];
+      for (int r = 1; r < kR; ++r) s ^= in[r][i];
+      for (int k = 0; k < kW; ++k) out[k][i] = s;
+    }
+  }
+}
+
+// One block of at most kStageLanes lanes: inputs copied to buf one array at a time, outputs written one
+// array at a time. A multiple of 4 vectors except in the last block.
 template <int kR, int kW, bool kInPlace>
-void Mix(float* const* a, size_t n, int threads, bool streaming) {
+HWY_INLINE void StagedBlock(uint32_t* const* in, uint32_t* const* out, size_t i, size_t len, uint32_t zero,
+                            bool stream, uint32_t (*buf)[probe_detail::kStageLanes]) {
+  const hn::ScalableTag<uint32_t> d;
+  const size_t N = hn::Lanes(d);
+  const auto z = hn::Set(d, zero);
+  const size_t full = len / N * N;
+  for (int r = 0; r < kR; ++r) {
+    size_t j = 0;
+    for (; j < full; j += N) hn::Store(hn::LoadU(d, in[r] + i + j), d, buf[r] + j);
+    for (; j < len; ++j) buf[r][j] = in[r][i + j];
+  }
+  for (int k = 0; k < kW; ++k) {
+    size_t j = 0;
+    for (; j < full; j += N) {
+      hn::Vec<decltype(d)> v;
+      if constexpr (kInPlace) {
+        v = hn::Add(hn::Load(d, buf[k] + j), hn::And(hn::Load(d, buf[kR - 1] + j), z));
+      } else {
+        v = hn::Load(d, buf[0] + j);
+        for (int r = 1; r < kR; ++r) v = hn::Xor(v, hn::Load(d, buf[r] + j));
+      }
+      Put(d, v, out[k] + i + j, stream);
+    }
+    for (; j < len; ++j) {
+      uint32_t s;
+      if constexpr (kInPlace) {
+        s = buf[k][j] + (buf[kR - 1][j] & zero);
+      } else {
+        s = buf[0][j];
+        for (int r = 1; r < kR; ++r) s ^= buf[r][j];
+      }
+      out[k][i + j] = s;
+    }
+  }
+}
+
+template <int kR, int kW, bool kInPlace>
+void Mix(void* const* arrays, size_t n, int threads, ProbeVariant v) {
+  const uint32_t zero = probe_detail::g_zero;
+  uint32_t* in[kR];
+  uint32_t* out[kW > 0 ? kW : 1];
+  for (int r = 0; r < kR; ++r) in[r] = static_cast<uint32_t*>(arrays[r]);
+  for (int k = 0; k < kW; ++k) out[k] = static_cast<uint32_t*>(arrays[kInPlace ? k : kR + k]);
+  const bool stream_wanted = v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream;
   detail::parallel_region(threads, [&](int tid, int nt) {
-    const hn::ScalableTag<float> d;
+    const hn::ScalableTag<uint32_t> d;
     const size_t N = hn::Lanes(d);
     size_t i, e;
     Range(n, nt, tid, &i, &e);
-    float* out[kW > 0 ? kW : 1];
-    for (int k = 0; k < kW; ++k) out[k] = kInPlace ? a[k] : a[kR + k];
-    auto scalar = [&](size_t j) {
-      if (kInPlace) {
-        for (int k = 0; k < kW; ++k) out[k][j] += a[kR - 1][j];
-      } else {
-        float s = 0;
-        for (int r = 0; r < kR; ++r) s += a[r][j];
-        for (int k = 0; k < kW; ++k) out[k][j] = s;
-      }
-    };
-    // Align the first output for Stream (non-temporal stores need aligned addresses).
-    for (; i < e && kW > 0 && (reinterpret_cast<uintptr_t>(out[0] + i) % (N * sizeof(float))) != 0; ++i) scalar(i);
-    for (; i + N <= e; i += N) {
-      if (kInPlace) {
-        const auto last = hn::LoadU(d, a[kR - 1] + i);
-        for (int k = 0; k < kW; ++k) hn::StoreU(hn::Add(hn::LoadU(d, out[k] + i), last), d, out[k] + i);
-      } else {
-        auto s = hn::LoadU(d, a[0] + i);
-        for (int r = 1; r < kR; ++r) s = hn::Add(s, hn::LoadU(d, a[r] + i));
-        for (int k = 0; k < kW; ++k) {
-          if (streaming) {
-            hn::Stream(s, d, out[k] + i);
-          } else {
-            hn::StoreU(s, d, out[k] + i);
-          }
+    // Non-temporal stores need vector-aligned addresses: only when every output is aligned at i.
+    bool stream = stream_wanted && kW > 0;
+    for (int k = 0; k < kW; ++k) {
+      stream = stream && reinterpret_cast<uintptr_t>(out[k] + i) % (N * sizeof(uint32_t)) == 0;
+    }
+    switch (v) {
+      case ProbeVariant::kPlain:
+        Direct<kR, kW, kInPlace, 1>(in, out, i, e, zero, false);
+        break;
+      case ProbeVariant::kUnroll:
+      case ProbeVariant::kStream:
+        Direct<kR, kW, kInPlace, 4>(in, out, i, e, zero, stream);
+        break;
+      default: {
+        HWY_ALIGN uint32_t buf[kR][probe_detail::kStageLanes];
+        for (; i < e; i += probe_detail::kStageLanes) {
+          StagedBlock<kR, kW, kInPlace>(in, out, i, std::min(probe_detail::kStageLanes, e - i), zero, stream, buf);
         }
       }
     }
-    for (; i < e; ++i) scalar(i);
-    if (streaming) hwy::FlushStream();  // order this thread's non-temporal stores before the join
+    if (stream) hwy::FlushStream();  // order this thread's non-temporal stores before the join
   });
 }
 
 template <int kR, bool kInPlace>
-void MixR(float* const* a, int writes, size_t n, int threads, bool streaming) {
+void MixR(void* const* a, int writes, size_t n, int threads, ProbeVariant v) {
   switch (writes) {
     case 0:
-      return Mix<kR, 0, kInPlace>(a, n, threads, streaming);
+      return Mix<kR, 0, kInPlace>(a, n, threads, v);
     case 1:
-      return Mix<kR, 1, kInPlace>(a, n, threads, streaming);
+      return Mix<kR, 1, kInPlace>(a, n, threads, v);
     case 2:
-      return Mix<kR, 2, kInPlace>(a, n, threads, streaming);
+      return Mix<kR, 2, kInPlace>(a, n, threads, v);
     default:
-      return Mix<kR, 3, kInPlace>(a, n, threads, streaming);
+      return Mix<kR, 3, kInPlace>(a, n, threads, v);
   }
 }
 
 template <bool kInPlace>
-void MixAll(float* const* a, int reads, int writes, size_t n, int threads, bool streaming) {
+void MixAll(void* const* a, int reads, int writes, size_t n, int threads, ProbeVariant v) {
   switch (reads) {
     case 1:
-      return MixR<1, kInPlace>(a, writes, n, threads, streaming);
+      return MixR<1, kInPlace>(a, writes, n, threads, v);
     case 2:
-      return MixR<2, kInPlace>(a, writes, n, threads, streaming);
+      return MixR<2, kInPlace>(a, writes, n, threads, v);
     case 3:
-      return MixR<3, kInPlace>(a, writes, n, threads, streaming);
+      return MixR<3, kInPlace>(a, writes, n, threads, v);
     default:
-      return MixR<4, kInPlace>(a, writes, n, threads, streaming);
+      return MixR<4, kInPlace>(a, writes, n, threads, v);
   }
 }
 
-void ProbeMix(float* const* a, int reads, int writes, bool in_place, size_t n, int threads, bool streaming) {
-  if (in_place) return MixAll<true>(a, reads, writes, n, threads, false);
-  MixAll<false>(a, reads, writes, n, threads, streaming);
+void ProbeMix(void* const* a, int reads, int writes, bool in_place, size_t n, int threads, ProbeVariant v) {
+  if (in_place) return MixAll<true>(a, reads, writes, n, threads, v);
+  MixAll<false>(a, reads, writes, n, threads, v);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -109,9 +201,31 @@ namespace nnops {
 namespace cli {
 HWY_EXPORT(ProbeMix);
 
-void probe_mix(float* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads,
-               bool streaming) {
-  HWY_DYNAMIC_DISPATCH(ProbeMix)(arrays, reads, writes, in_place, n, threads, streaming);
+const char* probe_variant_name(ProbeVariant v) {
+  switch (v) {
+    case ProbeVariant::kPlain:
+      return "plain";
+    case ProbeVariant::kUnroll:
+      return "unroll4";
+    case ProbeVariant::kStream:
+      return "nt";
+    case ProbeVariant::kStaged:
+      return "staged";
+    case ProbeVariant::kStagedStream:
+      return "staged-nt";
+    default:
+      return "?";
+  }
+}
+
+bool probe_variant_applies(ProbeVariant v, int writes) {
+  if (v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream) return writes > 0;
+  return v != ProbeVariant::kCount;
+}
+
+void probe_mix(void* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads,
+               ProbeVariant v) {
+  HWY_DYNAMIC_DISPATCH(ProbeMix)(arrays, reads, writes, in_place, n, threads, v);
 }
 }  // namespace cli
 }  // namespace nnops

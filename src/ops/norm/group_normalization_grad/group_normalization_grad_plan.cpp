@@ -6,8 +6,10 @@
 namespace nnops::gn_grad {
 
 // Below this many elements a call runs on one thread: starting a parallel region costs more than the
-// work (a few microseconds against ~1 ns per element).
-constexpr int64_t kMinParallelElements = 1 << 15;
+// work. Measured with `nnops bench --sweep` (docs/performance.md, "Thread grain"): on an idle 2-core Zen 4
+// VM 2 threads win from ~8K elements in float32 (~4-6K in the half types) and by >= 19% in every dtype at
+// 16K; under load (a busy second core) they break even at 16K in float32.
+constexpr int64_t kMinParallelElements = 1 << 14;
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
