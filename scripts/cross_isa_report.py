@@ -6,7 +6,7 @@ Usage: cross_isa_report.py [--check] LABEL=FILE [LABEL=FILE ...]
 Each FILE holds the lines one run of nnops_isa_hashes printed; LABEL names the machine or emulated
 configuration (x86, arm-neon, arm-sve-512, ...). For every operator, dtype and case set the report lists
 the classes of targets whose outputs are bitwise identical, first counting NaN sign and payload bits
-("raw"), then counting every NaN alike ("NaN-agnostic"; SPEC leaves a NaN's sign and payload open).
+("raw"), then counting every NaN alike ("NaN-agnostic"; docs/semantics.md leaves a NaN's sign and payload open).
 
 --check also asserts what the kernels' design promises (docs/reliability.md, "Cross-ISA agreement"), and
 exits 1 if a promise is broken:

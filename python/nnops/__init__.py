@@ -1,4 +1,4 @@
-"""nnops: Huawei CANN ops-nn operators on CPUs, computed exactly (see the project's SPEC).
+"""nnops: Huawei CANN ops-nn operators on CPUs, computed exactly (docs/semantics.md is the contract).
 
 One function per operator of the C++ library, with the C++ API's argument names, built at import time from
 the library's operator descriptors (so every operator the library has is here):

@@ -50,7 +50,7 @@ def rand(rng, shape, dtype, lo=-1.0, hi=1.0) -> np.ndarray:
     return rng.uniform(lo, hi, size=shape).astype(DTYPES[dtype] if isinstance(dtype, str) else dtype)
 
 
-# ---- float64 references (from the already rounded inputs), with the SPEC bounds' scales ----------------------
+# ---- float64 references (from the already rounded inputs), with the docs/semantics.md bounds' scales ------
 
 def ref_group_norm(x, gamma, beta, g, eps):
     """out, mean, rstd, scale (|xhat*gamma| + |beta|), mean_abs (sum|x|/M) in float64."""
@@ -119,7 +119,7 @@ def ref_group_normalization_grad(x, dy, gamma, mean, rstd):
 
 
 def ref_power_sign(var, m, grad, lr, logbase, sign_decay, beta):
-    """The float64 step of SPEC 2 (from T values), math.exp as the C++ std::exp (same libm)."""
+    """The float64 step of docs/semantics.md (from T values), math.exp as the C++ std::exp (same libm)."""
     import math
 
     v = np.asarray(var, np.float64)

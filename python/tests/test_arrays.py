@@ -1,4 +1,4 @@
-"""nnops (array level): the functions built from the descriptors, against float64 references under the SPEC
+"""nnops (array level): the functions built from the descriptors, against float64 references under the docs/semantics.md
 bounds, bitwise against the C++ library through its command-line tool, thread counts, strided views, torch
 tensors without copies, scalars, the GIL."""
 
@@ -122,7 +122,7 @@ def test_power_sign_reference(rng, dtype):
     s = {k: float(round_to(a[k], dtype)) for k in ("lr", "logbase", "sign_decay", "beta")}
     assert nnops.inplace_apply_power_sign(**a) is None
     rv, rm = ref_power_sign(v0, m0, a["grad"], **s)
-    if dtype == "float32":  # correctly rounded (SPEC 4: float64 update rounded once)
+    if dtype == "float32":  # correctly rounded (docs/semantics.md: float64 update rounded once)
         assert np.array_equal(a["var"], rv.astype(np.float32)) and np.array_equal(a["m"], rm.astype(np.float32))
     # every dtype: round(ref) or one ulp of T from it
     assert_within(a["var"], rv, ulp(rv, dtype) * 1.5, "var")

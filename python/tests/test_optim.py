@@ -1,6 +1,6 @@
-"""nnops.torch.optim: the sign-decay schedules (SPEC 2d), PowerSign against a float64 NumPy loop and against
-TensorFlow's ResourceApplyPowerSign, param groups, state_dict, lr schedulers, skipped parameters, one native
-call per group."""
+"""nnops.torch.optim: the sign-decay schedules (docs/semantics.md, PowerSign optimizer), PowerSign against a float64
+NumPy loop and against TensorFlow's ResourceApplyPowerSign, param groups, state_dict, lr schedulers, skipped
+parameters, one native call per group."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def _np_step(var, m, grad, lr, base, sign_decay, beta, dtype):
 def test_matches_a_float64_numpy_loop():
     """Two groups (different hyper-parameters and schedules) of mixed dtypes over several steps. float32:
     every step is the float64 step rounded once, so the whole trajectory equals the NumPy loop bit for bit.
-    Half types: every step is within one ulp of T of the float64 step from the same state (SPEC 4)."""
+    Half types: every step is within one ulp of T of the float64 step from the same state (docs/semantics.md)."""
     torch.manual_seed(3)
     shapes = [((64, 3, 3, 3), "float32"), ((64,), "bfloat16"), ((10, 7), "float16"), ((33,), "float32")]
     params = [torch.nn.Parameter((torch.randn(s)).to(TORCH[d])) for s, d in shapes]

@@ -1,8 +1,8 @@
 """nnops.torch.optim: the PowerSign optimizer (Bello et al. 2017) and TensorFlow's sign-decay schedules.
 
 TensorFlow 2 dropped tf.contrib.opt.PowerSignOptimizer; this is it for PyTorch, on nnops'
-InplaceApplyPowerSign kernel (SPEC 2d). Per parameter p with gradient g and state m (zeros at the start,
-in p's dtype), at step t = 0, 1, ...:
+InplaceApplyPowerSign kernel (docs/semantics.md, PowerSign optimizer). Per parameter p with gradient g and
+state m (zeros at the start, in p's dtype), at step t = 0, 1, ...:
 
     m = beta * m + (1 - beta) * g
     p = p - lr * exp(ln(base) * sign_decay_fn(t) * sign(m) * sign(g)) * g
@@ -21,7 +21,7 @@ import torch
 __all__ = ["PowerSign", "linear_sign_decay", "cosine_sign_decay", "restart_sign_decay"]
 
 
-# ---- sign-decay schedules (TensorFlow's tf.contrib.opt sign_decay.py, SPEC 2d) -------------------------------
+# ---- sign-decay schedules (TensorFlow's tf.contrib.opt sign_decay.py, docs/semantics.md) -----------------------
 # Callable objects rather than closures, so that an optimizer's state_dict (which holds its param groups) can
 # be saved with torch.save. They compute in float64; the kernel rounds the value to each parameter's dtype.
 

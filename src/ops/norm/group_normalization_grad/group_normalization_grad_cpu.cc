@@ -12,7 +12,7 @@
 // error argument of kBoundC (impl header) is unchanged and the path a block takes does not change a bit.
 // Pass 2 is float32:
 //   dx_i = gamma_i * ((rstd*dy_i - k0) + k1*(mean - x_i)),  k0 = rstd*s1/M,  k1 = rstd^3*S/M,
-// which is SPEC.md's (rstd/M)*gamma*(M*dy - s1 - xhat*s2) with s2 = rstd*S, regrouped so that each
+// which is docs/semantics.md's (rstd/M)*gamma*(M*dy - s1 - xhat*s2) with s2 = rstd*S, regrouped so that each
 // element costs one subtraction, one multiply and two fused multiply-adds (NB in GnGradApply). bfloat16
 // vectors are split into even and odd elements (one integer operation per float vector each way) in both
 // passes.

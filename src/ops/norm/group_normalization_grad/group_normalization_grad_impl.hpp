@@ -67,13 +67,12 @@ struct Plan {
 /// Output size from which dx is streamed (non-temporal): well past a typical L3.
 inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
 
-
 Plan make_plan(const Args& a, const Context& ctx);
 
 /// Runs the kernel. `workspace` holds plan.workspace_bytes (64-byte aligned not required).
 void run(const Plan& plan, const Args& a, void* workspace);
 
-/// Constant c of the SPEC.md 4 bound |dx - ref| <= ulp_T(ref) + c * 2^-24 * scale. The kernel computes
+/// Constant c of the docs/semantics.md bound |dx - ref| <= ulp_T(ref) + c * 2^-24 * scale. The kernel computes
 /// dx_i = gamma_i * ((rstd*dy_i - k0) - k1*(x_i - mean)) in float32 with k0 = rstd*s1/M and
 /// k1 = rstd^3 * S/M (S = sum dy*gamma*(x-mean), s2 = rstd*S) rounded once from float64, and s1, S
 /// accumulated in float64 from exact float64 products. Each of the three terms picks up at most three
@@ -82,7 +81,7 @@ void run(const Plan& plan, const Args& a, void* workspace);
 /// sums' own error and the ulp-level slack of float32 products near the subnormal range.
 inline constexpr double kBoundC = 8.0;
 
-/// Float64 reference for one group (SPEC.md 1 formula); writes ref[i] and scale[i] (SPEC.md 4) for
+/// Float64 reference for one group (docs/semantics.md formula); writes ref[i] and scale[i] (docs/semantics.md) for
 /// i < m. Inputs are the dtype-rounded values as doubles.
 void reference_group(const double* x, const double* dy, const double* gamma, double mean, double rstd, int64_t m,
                      double* ref, double* scale);

@@ -1,4 +1,4 @@
-// Float64 reference for GroupNormalizationGrad and the SPEC.md 4 comparison.
+// Float64 reference for GroupNormalizationGrad and the docs/semantics.md comparison.
 #include <cmath>
 #include <vector>
 

@@ -96,7 +96,7 @@ Expected expected(const Problem& p) {
     }
     gn_grad::reference_group(xs.data(), dys.data(), gs.data(), p.mean.get(grp), p.rstd.get(grp), m,
                              e.ref.data() + grp * m, scale.data());
-    // SPEC.md 4: one ulp of T for the final rounding of dx to T, plus c * u32 * scale for the float32
+    // docs/semantics.md: one ulp of T for the final rounding of dx to T, plus c * u32 * scale for the float32
     // arithmetic, where scale is the size of the terms of the formula (cancellation in the
     // subtraction is paid for by the terms, not by the result). c = gn_grad::kBoundC, derived in
     // group_normalization_grad_impl.hpp.

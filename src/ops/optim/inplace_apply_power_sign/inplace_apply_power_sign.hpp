@@ -8,7 +8,7 @@
 // float32: the per-element update is computed in float64 and rounded once, so every output is the float64
 // result correctly rounded. float16/bfloat16: on SIMD targets with fused multiply-add, in float32 with a
 // per-element check that sends doubtful elements (cancellation, non-finite, near overflow) to the float64
-// path; every output is within one ulp of the float64 result (SPEC.md 4), most are correctly rounded.
+// path; every output is within one ulp of the float64 result (docs/semantics.md), most are correctly rounded.
 #pragma once
 
 #include <cstddef>

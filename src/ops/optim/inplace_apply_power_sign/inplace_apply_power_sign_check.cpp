@@ -1,6 +1,6 @@
 // Validation for InplaceApplyPowerSign. Everything that can reject a call is decided here, before the
-// kernel touches var or m (SPEC 3), in the order of CANN's phase one: null/layout, dtype, shape, values,
-// then memory overlap. Any strides are accepted.
+// kernel touches var or m (docs/semantics.md, errors), in the order of CANN's phase one: null/layout, dtype, shape,
+// values, then memory overlap. Any strides are accepted.
 #include <cmath>
 #include <cstdio>
 #include <string>

@@ -3,11 +3,12 @@
 // Two paths:
 //  - float64 (float32 data everywhere; float16/bfloat16 on targets without fused multiply-add, and for the
 //    lanes the float32 path rejects): every output is the float64 reference correctly rounded to T.
-//  - float32 with fused multiply-adds (float16/bfloat16 where the target has FMA): within SPEC 4's one ulp
+//  - float32 with fused multiply-adds (float16/bfloat16 where the target has FMA): within the one ulp of
+//  docs/semantics.md
 //    of T, certified per lane; see the NB at HalfScalars. About 3x faster for the half types, which the
 //    float64 path left compute-bound at a third of memory bandwidth.
 //
-// NB: the float64 path. SPEC 4 asks for every output within one ulp of the float64 result even when var and
+// NB: the float64 path. docs/semantics.md asks for every output within one ulp of the float64 result even when var and
 // lr*e*grad nearly cancel; float32 arithmetic cannot promise that (the product alone carries a float32
 // rounding error that the subtraction then exposes), float64 can. float32 data still moves at memory
 // bandwidth beyond cache (see the benchmark). The operations and their order are those of reference() (mul,
@@ -36,8 +37,8 @@
 
 #include "src/core/check.hpp"
 #include "src/core/parallel.hpp"
-#include "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_impl.hpp"
 #include "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_foreach_impl.hpp"
+#include "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_impl.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/optim/inplace_apply_power_sign/inplace_apply_power_sign_cpu.cc"
@@ -283,7 +284,7 @@ HWY_INLINE void Step(DD dd, const WideScalars k, T* HWY_RESTRICT var, T* HWY_RES
 #if HWY_NATIVE_FMA
 // ---- float16 / bfloat16: float32 evaluation with a per-lane certificate -----------------------------------
 // NB: float64 vectors hold half as many lanes and the correctly rounded narrowing costs a dozen integer
-// operations per result, which made the half types compute-bound at a third of memory bandwidth. SPEC 4
+// operations per result, which made the half types compute-bound at a third of memory bandwidth. docs/semantics.md
 // asks for one ulp of T, and T has 11 (float16) or 8 (bfloat16) significant bits against float32's 24, so
 // float32 with fused multiply-adds meets it wherever the lane passes a cheap test; a lane that fails is
 // recomputed by the float64 path (UpdateOneExact), so every result is still within one ulp, and each lane's
@@ -627,7 +628,8 @@ void RunPowerSignForeach(const power_sign::ForeachBatch& b) {
     const auto [b0, b1] = detail::split_range(total, nt, tid);
     if (b0 >= b1) return;
     // The last entry whose first block is <= b0 (empty entries have no blocks and are stepped over).
-    size_t i = static_cast<size_t>(std::upper_bound(b.first_block, b.first_block + b.count + 1, b0) - b.first_block) - 1;
+    size_t i =
+        static_cast<size_t>(std::upper_bound(b.first_block, b.first_block + b.count + 1, b0) - b.first_block) - 1;
     for (; i < b.count && b.first_block[i] < b1; ++i) {
       const int64_t lo = std::max(b0, b.first_block[i]) - b.first_block[i];
       const int64_t hi = std::min(b1, b.first_block[i + 1]) - b.first_block[i];

@@ -87,7 +87,7 @@ Status prepare(const TensorView* t, const ops::Attrs& a, const Context& ctx, ops
 void reference(const Scalars& s, double var, double m, double grad, double* var_new, double* m_new);
 
 /// Compares var_after/m_after with the reference computed from the before-copies on elements
-/// i = 0, stride, 2 * stride, ... (stride >= 1). The SPEC 4 bound: an output passes when it is
+/// i = 0, stride, 2 * stride, ... (stride >= 1). The docs/semantics.md bound: an output passes when it is
 /// round_to_dtype(ref) or within one ulp of T of it; NaN must meet NaN and +-Inf must match exactly.
 detail::VerifyReport verify(const Scalars& s, const detail::HostBuffer& var_before, const detail::HostBuffer& m_before,
                             const detail::HostBuffer& grad, const detail::HostBuffer& var_after,

@@ -1,4 +1,4 @@
-// float64 reference for InplaceApplyPowerSign and the SPEC 4 comparison built on it.
+// float64 reference for InplaceApplyPowerSign and the docs/semantics.md comparison built on it.
 #include <cmath>
 #include <limits>
 

@@ -58,7 +58,7 @@ struct Problem {
 // any NaN matches any NaN). float32 always gets this (the kernel does the reference's float64 operations
 // and rounds once). float16/bfloat16 get it on the float64 path: on targets without fused multiply-add,
 // and for every element the float32 path's certificate rejects (cancellation, non-finite values, results
-// near overflow, tiny bfloat16 gradients); elsewhere they are within SPEC 4's one ulp, which verify()
+// near overflow, tiny bfloat16 gradients); elsewhere they are within the one ulp of docs/semantics.md, which verify()
 // checks. See the NBs in inplace_apply_power_sign_cpu.cc.
 ::testing::AssertionResult outputs_exact(const Scalars& s, const HostBuffer& var0, const HostBuffer& m0,
                                          const HostBuffer& grad, const HostBuffer& var1, const HostBuffer& m1) {
@@ -88,14 +88,14 @@ struct Problem {
                                        << dtype_name(t) << "; first: " << first;
 }
 
-// Runs p, then checks the outputs against the SPEC 4 bound and, for float32 or when `exact`, exactly.
+// Runs p, then checks the outputs against the docs/semantics.md bound and, for float32 or when `exact`, exactly.
 void run_and_compare(const Problem& p, bool exact = false) {
   const HostBuffer var0 = p.var.clone(), m0 = p.m.clone();
   ASSERT_TRUE(p.run().is_ok());
   if (exact || p.var.dtype() == DType::kFloat32) {
     EXPECT_TRUE(outputs_exact(p.scalars(), var0, m0, p.grad, p.var, p.m));
   }
-  // SPEC 4: round_to_dtype(ref) or one ulp of T from it; NaN meets NaN, infinities match exactly.
+  // docs/semantics.md: round_to_dtype(ref) or one ulp of T from it; NaN meets NaN, infinities match exactly.
   const detail::VerifyReport r = power_sign::verify(p.scalars(), var0, m0, p.grad, p.var, p.m, 1);
   EXPECT_EQ(r.checked, 2 * p.var.numel());
   EXPECT_TRUE(r.pass()) << r.failures << " failures, worst |err|/bound " << r.worst_ratio;
@@ -205,7 +205,7 @@ TEST_P(PowerSignDtypeTest, CancellationStaysCorrectlyRounded) {
 // = 2^-16 (float16) or 2^-20 (bfloat16), grad = +-2^k, var = lr * 2^k = round(coef * grad), so var_new =
 // -var * (e^d - 1) ~ -2^-16 or -2^-20 of var, far below float32's resolution of coef * grad (lr is chosen
 // so that float(coef) is ~2^-24 off: 8 resp. 16 ulps of T in var_new). The half
-// types' float32 formula, fma(-float(coef), grad, var), misses SPEC 4 on these, so its certificate must
+// types' float32 formula, fma(-float(coef), grad, var), misses the one-ulp bound on these, so its certificate must
 // reject them and the float64 path must return round(ref) exactly.
 TEST(PowerSignCancellation, DeepCancellationInHalfTypesTakesTheFloat64Path) {
   struct Case {
@@ -494,7 +494,8 @@ double naive_double_rounding(double x, DType t) {
 
 // lr * exp(logbase * sign_decay) = lr * (1 + ~2^-21) with m = grad (sign_gm = +1): an update of lr units
 // of T's spacing plus a sliver far below float32's resolution.
-// exact: every output must be round(ref) (the float64 path's promise); otherwise within SPEC 4's one ulp.
+// exact: every output must be round(ref) (the float64 path's promise); otherwise within the one ulp of
+// docs/semantics.md.
 void expect_near_midpoints(DType t, double unit, const std::vector<double>& lrs, double decay,
                            const std::vector<double>& var_units, bool exact) {
   testing::for_each_isa([&](const std::string&) {
@@ -534,7 +535,7 @@ TEST(PowerSignRounding, Bfloat16SubnormalResultsAreCorrectlyRounded) {
   expect_near_midpoints(DType::kBFloat16, 0x1p-133, {0.5, 2.5}, 0x1p-11, var_units, true);
 }
 
-// Normal results beside a midpoint take the float32 path on targets with fused multiply-add: SPEC 4's one
+// Normal results beside a midpoint take the float32 path on targets with fused multiply-add: docs/semantics.md's one
 // ulp, not correct rounding, is the promise there.
 TEST(PowerSignRounding, NormalResultsNearMidpointsStayWithinOneUlp) {
   // var in [128, 256) units of 2^-7 is bfloat16's binade [1, 2) (spacing 2^-7); [1024, 2048) units of 2^-10
@@ -790,8 +791,9 @@ TEST_F(PowerSignValidation, NegativeStridesAndSelfOverlappingOutputs) {
     SCOPED_TRACE(kArgNames[a]);
     const TensorView saved = views_[a];
     views_[a] = TensorView::strided(static_cast<float*>(big.data()) + 8, DType::kFloat32, shape, negative, 2);
-    expect_error(StatusCode::kInvalidArgument, std::string(kArgNames[a]) + " has strides [8, -2] for shape [2, 4]; "
-                                                                           "expected non-negative strides");
+    expect_error(StatusCode::kInvalidArgument, std::string(kArgNames[a]) +
+                                                   " has strides [8, -2] for shape [2, 4]; "
+                                                   "expected non-negative strides");
     views_[a] = saved;
   }
   // var and m are written: two elements at one address would make the result depend on the order.
@@ -799,8 +801,9 @@ TEST_F(PowerSignValidation, NegativeStridesAndSelfOverlappingOutputs) {
     SCOPED_TRACE(kArgNames[a]);
     const TensorView saved = views_[a];
     views_[a] = TensorView::strided(big.data(), DType::kFloat32, shape, broadcast, 2);
-    expect_error(StatusCode::kInvalidArgument, std::string(kArgNames[a]) + " has strides [0, 2] for shape [2, 4]: "
-                                                                           "some of its elements share memory");
+    expect_error(StatusCode::kInvalidArgument, std::string(kArgNames[a]) +
+                                                   " has strides [0, 2] for shape [2, 4]: "
+                                                   "some of its elements share memory");
     views_[a] = saved;
   }
 }
