@@ -22,9 +22,11 @@
 #define NNOPS_CORE_CANONICAL_SUM_INL_H_
 #endif
 
+#include <algorithm>
 #include <cstddef>
 #include <cstring>
 
+#include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "nnops/dtype.hpp"
 #include "src/core/simd_convert-inl.h"
@@ -74,10 +76,9 @@ using CanonF = hn::Rebind<float, CanonD>;
 
 // kR accumulators of Lanes(CanonD) = 16 / kR lanes for each of kK statistics. Sizeless SVE vectors cannot live
 // in arrays, so the accumulators are named variables; the unused ones are eliminated by the compiler.
-#define NNOPS_CANON_ACC(k)                                                                                    \
-  auto k##0 = hn::Zero(d), k##1 = k##0, k##2 = k##0, k##3 = k##0, k##4 = k##0, k##5 = k##0, k##6 = k##0,     \
-       k##7 = k##0, k##8 = k##0, k##9 = k##0, k##10 = k##0, k##11 = k##0, k##12 = k##0, k##13 = k##0,         \
-       k##14 = k##0, k##15 = k##0
+#define NNOPS_CANON_ACC(k)                                                                                            \
+  auto k##0 = hn::Zero(d), k##1 = k##0, k##2 = k##0, k##3 = k##0, k##4 = k##0, k##5 = k##0, k##6 = k##0, k##7 = k##0, \
+       k##8 = k##0, k##9 = k##0, k##10 = k##0, k##11 = k##0, k##12 = k##0, k##13 = k##0, k##14 = k##0, k##15 = k##0
 #define NNOPS_CANON_EACH(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
 // Row sums of up to two statistics over two parallel rows x, y (y may equal x): for every i, vf(d, X, Y, &s0,
@@ -93,21 +94,21 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   NNOPS_CANON_ACC(b);
   size_t i = 0;
   for (; i + kCanonLanes <= n; i += kCanonLanes) {
-#define NNOPS_CANON_STEP(r)                                                                                    \
-  if (r < kR) {                                                                                                \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                   \
+#define NNOPS_CANON_STEP(r)                                                                                      \
+  if (r < kR) {                                                                                                  \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                     \
     vf(d, hn::PromoteTo(d, LoadF32(df, x + i + r * N)), hn::PromoteTo(d, LoadF32(df, y + i + r * N)), &t0, &t1); \
-    a##r = hn::Add(a##r, t0);                                                                                  \
-    if (kK > 1) b##r = hn::Add(b##r, t1);                                                                      \
+    a##r = hn::Add(a##r, t0);                                                                                    \
+    if (kK > 1) b##r = hn::Add(b##r, t1);                                                                        \
   }
     NNOPS_CANON_EACH(NNOPS_CANON_STEP)
 #undef NNOPS_CANON_STEP
   }
   alignas(64) double la[kCanonLanes], lb[kCanonLanes];
-#define NNOPS_CANON_SPILL(r)             \
-  if (r < kR) {                          \
-    hn::StoreU(a##r, d, la + r * N);     \
-    hn::StoreU(b##r, d, lb + r * N);     \
+#define NNOPS_CANON_SPILL(r)         \
+  if (r < kR) {                      \
+    hn::StoreU(a##r, d, la + r * N); \
+    hn::StoreU(b##r, d, lb + r * N); \
   }
   NNOPS_CANON_EACH(NNOPS_CANON_SPILL)
 #undef NNOPS_CANON_SPILL
@@ -145,6 +146,18 @@ HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, con
 // the lanes live in `acc` (2 * 16 * cols doubles, any contents). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
 // out1 (cols each; out1 may be null when kK == 1) receive the sums.
+//
+// NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
+// few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16
+// share a lane, so a block of kCanonColumnBlock rows is walked strip by strip (4 vectors of columns) and lane
+// by lane, the strip's accumulators of one lane held in registers over the block's kCanonColumnBlock / 16 rows
+// of that lane. Each (lane, column) still adds its rows in increasing order: the same bits as row by row. The
+// strided walk touches each line of the block once but hides the order from the hardware prefetchers, so the
+// next block's lines are prefetched in address order along the way. 64 rows measured best on [24, 320, 64, 64]
+// channels-last float32 (AVX2, 1 thread; forward 30 -> 17 ms with streamed output): longer blocks keep more
+// lines in flight at once and lost, most in the backward pass's two arrays.
+constexpr size_t kCanonColumnBlock = 4 * kCanonLanes;
+
 template <size_t kK, typename T, class VF, class SF>
 HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                 size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
@@ -156,23 +169,78 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
   double* acc1 = acc + kCanonLanes * cols;
   std::memset(acc0, 0, kCanonLanes * cols * sizeof(double));
   if (kK > 1) std::memset(acc1, 0, kCanonLanes * cols * sizeof(double));
-  for (size_t r = 0; r < rows; ++r) {
-    const T* xr = x + r * stride;
-    const T* yr = y + r * stride;
-    double* l0 = acc0 + (r % kCanonLanes) * cols;
-    double* l1 = acc1 + (r % kCanonLanes) * cols;
+  const size_t B = kCanonColumnBlock;
+  const size_t seg = cols * sizeof(T), seg_lines = (seg + 63) / 64;
+  for (size_t r0 = 0; r0 < rows; r0 += B) {
+    const size_t r1 = std::min(rows, r0 + B);
+    // The next block's lines, in address order, spread evenly over this block's (strip, lane) steps.
+    const size_t pf_end = std::min(rows, r1 + B);
+    const size_t steps = cols / (4 * N) * kCanonLanes;
+    const size_t per = steps ? ((pf_end - r1) * seg_lines + steps - 1) / steps : 0;
+    size_t pf_r = r1, pf_o = 0;
     size_t c = 0;
+    for (; c + 4 * N <= cols; c += 4 * N) {
+      for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
+        for (size_t k = 0; k < per && pf_r < pf_end; ++k) {
+          hwy::Prefetch(reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o);
+          if (y != x) hwy::Prefetch(reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o);
+          pf_o += 64;
+          if (pf_o >= seg) pf_o = 0, ++pf_r;
+        }
+        double* l0 = acc0 + l * cols + c;
+        double* l1 = acc1 + l * cols + c;
+        auto a0 = hn::LoadU(d, l0), a1 = hn::LoadU(d, l0 + N), a2 = hn::LoadU(d, l0 + 2 * N),
+             a3 = hn::LoadU(d, l0 + 3 * N);
+        auto b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+        if (kK > 1) {
+          b0 = hn::LoadU(d, l1), b1 = hn::LoadU(d, l1 + N), b2 = hn::LoadU(d, l1 + 2 * N),
+          b3 = hn::LoadU(d, l1 + 3 * N);
+        }
+        for (size_t r = r0 + l; r < r1; r += kCanonLanes) {
+          const T* xr = x + r * stride + c;
+          const T* yr = y + r * stride + c;
+#define NNOPS_CANON_COL(j)                                                                                            \
+  {                                                                                                                   \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                          \
+    vf(d, hn::PromoteTo(d, LoadF32(df, xr + j * N)), hn::PromoteTo(d, LoadF32(df, yr + j * N)), c + j * N, &t0, &t1); \
+    a##j = hn::Add(a##j, t0);                                                                                         \
+    if (kK > 1) b##j = hn::Add(b##j, t1);                                                                             \
+  }
+          NNOPS_CANON_COL(0) NNOPS_CANON_COL(1) NNOPS_CANON_COL(2) NNOPS_CANON_COL(3)
+#undef NNOPS_CANON_COL
+        }
+        hn::StoreU(a0, d, l0), hn::StoreU(a1, d, l0 + N), hn::StoreU(a2, d, l0 + 2 * N), hn::StoreU(a3, d, l0 + 3 * N);
+        if (kK > 1) {
+          hn::StoreU(b0, d, l1), hn::StoreU(b1, d, l1 + N), hn::StoreU(b2, d, l1 + 2 * N);
+          hn::StoreU(b3, d, l1 + 3 * N);
+        }
+      }
+    }
+    // The last columns: one vector, then one column, at a time, each lane over the block's rows as above.
     for (; c + N <= cols; c += N) {
-      auto t0 = hn::Zero(d), t1 = hn::Zero(d);
-      vf(d, hn::PromoteTo(d, LoadF32(df, xr + c)), hn::PromoteTo(d, LoadF32(df, yr + c)), c, &t0, &t1);
-      hn::StoreU(hn::Add(hn::LoadU(d, l0 + c), t0), d, l0 + c);
-      if (kK > 1) hn::StoreU(hn::Add(hn::LoadU(d, l1 + c), t1), d, l1 + c);
+      for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
+        double* l0 = acc0 + l * cols + c;
+        double* l1 = acc1 + l * cols + c;
+        auto a0 = hn::LoadU(d, l0);
+        auto b0 = kK > 1 ? hn::LoadU(d, l1) : a0;
+        for (size_t r = r0 + l; r < r1; r += kCanonLanes) {
+          auto t0 = hn::Zero(d), t1 = hn::Zero(d);
+          vf(d, hn::PromoteTo(d, LoadF32(df, x + r * stride + c)), hn::PromoteTo(d, LoadF32(df, y + r * stride + c)), c,
+             &t0, &t1);
+          a0 = hn::Add(a0, t0);
+          if (kK > 1) b0 = hn::Add(b0, t1);
+        }
+        hn::StoreU(a0, d, l0);
+        if (kK > 1) hn::StoreU(b0, d, l1);
+      }
     }
     for (; c < cols; ++c) {
-      double s0 = 0, s1 = 0;
-      sf(ToDouble(xr + c), ToDouble(yr + c), c, &s0, &s1);
-      l0[c] += s0;
-      l1[c] += s1;
+      for (size_t r = r0; r < r1; ++r) {
+        double s0 = 0, s1 = 0;
+        sf(ToDouble(x + r * stride + c), ToDouble(y + r * stride + c), c, &s0, &s1);
+        acc0[(r % kCanonLanes) * cols + c] += s0;
+        acc1[(r % kCanonLanes) * cols + c] += s1;
+      }
     }
   }
   alignas(64) double lanes[kCanonLanes];

@@ -14,8 +14,8 @@
 // whole groups (row-major: one group per unit; channels-last: a chunk of whole groups of one sample).
 //
 // Channels-last chunks: a unit reads the columns of chunk_groups whole groups (a multiple of 16 channels when
-// the group size allows, so that rows are whole vectors) over all HxW rows, twice; the plan keeps that
-// footprint within a core's L2.
+// the group size allows, so that rows are whole vectors) over all HxW rows, twice: the second read finds the
+// chunk in L2 only when it is small; the plan prefers whole rows (see gn::channels_last_chunk).
 
 #include <algorithm>
 #include <cmath>
@@ -74,9 +74,8 @@ void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const 
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b);
-  auto partial = [&](size_t i, size_t r) HWY_ATTR {
-    StoreF32N(df, Normalize(df, LoadF32N(df, x + i, r), mh, a, b), out + i, r);
-  };
+  auto partial = [&](size_t i, size_t r)
+                     HWY_ATTR { StoreF32N(df, Normalize(df, LoadF32N(df, x + i, r), mh, a, b), out + i, r); };
   size_t i = 0;
   if (stream) {
     const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
@@ -89,20 +88,33 @@ void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const 
   if (i < n) partial(i, n - i);
 }
 
-// One row of a channels-last chunk: `cols` channels, each with its constants in the three arrays.
+// One row of a channels-last chunk: `cols` channels, each with its constants in the three arrays. `stream`:
+// non-temporal stores after a peel to their alignment (the chunk is whole rows, so the stores cover whole lines).
 template <typename T>
 void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* a,
-                      const float* b) {
+                      const float* b, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
+  // One column with the vectors' float32 operations (a tail buffer per array would cost more than the row's
+  // arithmetic on chunks of a few dozen channels).
+  auto one = [&](size_t c) { FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c); };
   size_t c = 0;
-  for (; c + N <= cols; c += N) {
-    StoreF32(df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c)),
-             out + c);
+  if (stream) {
+    const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
+    const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+    for (; c < head; ++c) one(c);
+    for (; c + N <= cols; c += N) {
+      StreamF32(df,
+                Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c)),
+                out + c);
+    }
+  } else {
+    for (; c + N <= cols; c += N) {
+      StoreF32(df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c)),
+               out + c);
+    }
   }
-  // The last columns one by one, with the same float32 operations (a tail buffer per array would cost more
-  // than the row's arithmetic on chunks of a few dozen channels).
-  for (; c < cols; ++c) FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c);
+  for (; c < cols; ++c) one(c);
 }
 
 // A group's sum from its channels' sums, channels in order.
@@ -193,8 +205,7 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
   double* acc = reinterpret_cast<double*>(scratch);
   double* s1 = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
-  float* mh =
-      reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(s1) + (4 * cmax * 8 + 63) / 64 * 64);
+  float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(s1) + (4 * cmax * 8 + 63) / 64 * 64);
   float *ca = mh + cmax, *cb = ca + cmax;
 
   // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
@@ -252,7 +263,8 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
     ca[c] = k.a;
     cb[c] = k.b;
   }
-  for (size_t r = 0; r < rows; ++r) NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ca, cb);
+  const bool stream = p.stream_output && cols == stride;
+  for (size_t r = 0; r < rows; ++r) NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ca, cb, stream);
 }
 
 template <typename T>

@@ -51,12 +51,12 @@ struct Plan {
   /// Scratch per thread (bytes, 64-byte multiples): lane accumulators and per-channel constants.
   uint64_t scratch_bytes = 0;
   uint64_t workspace_bytes = 0;  ///< 2 * C doubles (gamma, beta) + num_threads * scratch_bytes
-  /// Row-major out written with non-temporal stores: far larger than the last-level cache, so caching it would
-  /// only cost a read-for-ownership per line and evict x.
+  /// out written with non-temporal stores (row-major, or channels-last chunks of whole rows): far larger than the
+  /// last-level cache, so caching it would only cost a read-for-ownership per line and evict x.
   bool stream_output = false;
 };
 
-/// Output size from which out is streamed (non-temporal), row-major layout only.
+/// Output size from which out is streamed (non-temporal).
 inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
 
 Plan make_plan(const Args& a, const Context& ctx);

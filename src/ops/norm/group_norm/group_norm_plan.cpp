@@ -69,8 +69,10 @@ Plan make_plan(const Args& a, const Context& ctx) {
   const uint64_t c = static_cast<uint64_t>(cols);
   p.scratch_bytes = round64(2 * 16 * c * 8) + round64(4 * c * 8) + round64(4 * c * 4);
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) + p.num_threads * p.scratch_bytes;
-  p.stream_output =
-      a.layout == Layout::kNCHW && static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) >= kStreamOutputBytes;
+  // Channels-last streams only chunks of whole rows, whose stores cover whole lines (a narrower chunk's rows
+  // would leave partial lines to the write-combining buffers).
+  p.stream_output = (a.layout == Layout::kNCHW || cols == a.c) &&
+                    static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) >= kStreamOutputBytes;
   return p;
 }
 

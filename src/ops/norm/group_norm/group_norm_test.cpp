@@ -140,8 +140,10 @@ TEST(GroupNorm, OnePassVarianceIsCertifiedOrRedone) {
 
 TEST(GroupNorm, ChannelsLastTargetsAndThreadsGiveTheSameBitsWhereOrderMatters) {
   for (DType t : kDTypes) {
-    // SD-like [2, 320, 8, 8] with 32 groups (10 channels each), and odd sizes: 7 channels per group, HxW = 37.
-    for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 320, 8, 8}, 32}, {{3, 21, 37}, 3}}) {
+    // SD-like [2, 320, 8, 8] with 32 groups (10 channels each), odd sizes: 7 channels per group, HxW = 37, and
+    // HxW = 143: two whole blocks of rows of the column sums and a partial one.
+    for (auto [shape, groups] :
+         {std::pair<std::vector<int64_t>, int64_t>{{2, 320, 8, 8}, 32}, {{3, 21, 37}, 3}, {{2, 40, 13, 11}, 4}}) {
       SCOPED_TRACE(std::string(dtype_name(t)));
       const ops::Problem before = order_sensitive(t, shape, groups);
       // The data really is order-sensitive: summing a group's squared deviations (the second pass) in reverse
@@ -238,7 +240,8 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
 }
 
 // Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores on an output one element
-// past a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups.
+// past a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups
+// and of whole rows, streamed.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
@@ -256,16 +259,17 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
         for (int threads : {1, 2, 3}) {
           SCOPED_TRACE(std::string(dtype_name(t)) + (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") +
                        " variant " + std::to_string(variant) + " threads " + std::to_string(threads));
-          // Plans for 3 threads and 3-group chunks hold scratch for every variant below.
+          // Plans for 3 threads and whole-row chunks hold scratch for every variant below.
           gn::Plan plan = gn::make_plan(a, Context{3});
           plan.num_threads = threads;
           if (layout == gn::Layout::kNCHW) {
             plan.stream_output = variant % 2;
-          } else {
-            plan.chunk_groups = 1 + variant % 3;
+          } else {  // variant 5: chunks of whole rows, streamed
+            plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
             plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+            plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
           }
-          const uint64_t cols = static_cast<uint64_t>(3 * a.cpg());
+          const uint64_t cols = static_cast<uint64_t>(a.c);
           plan.scratch_bytes =
               (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 + (4 * cols * 4 + 63) / 64 * 64;
           plan.workspace_bytes = (2 * static_cast<uint64_t>(a.c) * 8 + 63) / 64 * 64 + 3 * plan.scratch_bytes;

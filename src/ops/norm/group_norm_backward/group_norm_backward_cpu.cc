@@ -27,6 +27,7 @@
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/ops/norm/group_norm_backward/group_norm_backward_cpu.cc"
+#include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/core/canonical_sum-inl.h"
@@ -85,41 +86,57 @@ void GroupSums(const double* gamma, const double* bs, const double* ds, int64_t 
 }
 
 template <typename T>
-void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupConsts& g,
-           float k1) {
-  // dx may be dy itself (in place): each element is read before it is written.
+void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupConsts& g, float k1, bool stream) {
+  // dx may be dy itself (in place): each element is read before it is written. `stream`: non-temporal stores
+  // after a peel to their alignment.
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const auto mh = hn::Set(df, g.mean_hi), vk1 = hn::Set(df, k1), k2 = hn::Set(df, g.k2), k3 = hn::Set(df, g.k3);
+  auto partial = [&](size_t i, size_t r) HWY_ATTR {
+    StoreF32N(df, Dx(LoadF32N(df, dy + i, r), LoadF32N(df, x + i, r), mh, vk1, k2, k3), dx + i, r);
+  };
   size_t i = 0;
-  for (; i + N <= n; i += N) StoreF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, vk1, k2, k3), dx + i);
-  if (i < n) {
-    StoreF32N(df, Dx(LoadF32N(df, dy + i, n - i), LoadF32N(df, x + i, n - i), mh, vk1, k2, k3), dx + i, n - i);
+  if (stream) {
+    const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
+    const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+    for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
+    for (; i + N <= n; i += N) StreamF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, vk1, k2, k3), dx + i);
+  } else {
+    for (; i + N <= n; i += N) StoreF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, vk1, k2, k3), dx + i);
   }
+  if (i < n) partial(i, n - i);
 }
 
-// One row of a channels-last chunk: per-column constants in the arrays.
+// One row of a channels-last chunk: per-column constants in the arrays. `stream`: as in DxRow (the chunk is
+// whole rows, so the stores cover whole lines).
 template <typename T>
 void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
-               const float* k2, const float* k3) {
+               const float* k2, const float* k3, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
-  size_t c = 0;
-  for (; c + N <= cols; c += N) {
-    StoreF32(df,
-             Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, k1 + c),
-                hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c)),
-             dx + c);
-  }
-  // The last columns one by one, with the same float32 operations (dx may be dy: read, then write).
-  for (; c < cols; ++c) {
+  // One column with the vectors' float32 operations (dx may be dy: read, then write).
+  auto one = [&](size_t c) {
     const float d = static_cast<float>(ToDouble(x + c)) - mh[c];
     FromFloat((k1[c] * static_cast<float>(ToDouble(dy + c)) - k2[c]) - k3[c] * d, dx + c);
+  };
+  auto vec = [&](size_t c) HWY_ATTR {
+    return Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, k1 + c),
+              hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c));
+  };
+  size_t c = 0;
+  if (stream) {
+    const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
+    const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+    for (; c < head; ++c) one(c);
+    for (; c + N <= cols; c += N) StreamF32(df, vec(c), dx + c);
+  } else {
+    for (; c + N <= cols; c += N) StoreF32(df, vec(c), dx + c);
   }
+  for (; c < cols; ++c) one(c);
 }
 
 template <typename T>
-void GroupNCHW(const Args& a, const Shared& s, int64_t q) {
+void GroupNCHW(const Args& a, const Shared& s, int64_t q, bool stream) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups, c0 = g * cpg;
   const size_t hw = static_cast<size_t>(a.hw);
   const int64_t off = (n * a.c + c0) * a.hw;
@@ -148,7 +165,7 @@ void GroupNCHW(const Args& a, const Shared& s, int64_t q) {
   const GroupConsts k = Consts(mean, s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw));
   T* dx = static_cast<T*>(a.dx) + off;
   for (int64_t c = 0; c < cpg; ++c) {
-    DxRow(dy + c * hw, x + c * hw, dx + c * hw, hw, k, static_cast<float>(k.rstd * s.gamma[c0 + c]));
+    DxRow(dy + c * hw, x + c * hw, dx + c * hw, hw, k, static_cast<float>(k.rstd * s.gamma[c0 + c]), stream);
   }
 }
 
@@ -194,8 +211,9 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
     }
   }
   T* dx = static_cast<T*>(a.dx) + off;
+  const bool stream = p.stream_output && cols == stride;
   for (size_t r = 0; r < rows; ++r) {
-    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3);
+    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3, stream);
   }
 }
 
@@ -228,11 +246,12 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     for (int64_t u = u0; u < u1; ++u) {
       if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, s, u);
+        GroupNCHW<T>(a, s, u, p.stream_output);
       } else {
         ChunkNHWC<T>(a, p, s, u, scratch);
       }
     }
+    if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
     if (a.dgamma.is_none() && a.dbeta.is_none()) return;
     detail::barrier();  // every (n, c) sum is in place
     const auto [c0, c1] = detail::split_range(a.c, nt, tid);

@@ -35,6 +35,9 @@ Plan make_plan(const Args& a, const Context& ctx) {
   const uint64_t n = static_cast<uint64_t>(a.n), ch = static_cast<uint64_t>(a.c), g = static_cast<uint64_t>(a.groups);
   p.workspace_bytes =
       round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
+  // As GroupNorm's out: channels-last streams only chunks of whole rows, whose stores cover whole lines.
+  p.stream_output = (a.layout == Layout::kNCHW || cols == a.c) &&
+                    static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) >= gn::kStreamOutputBytes;
   return p;
 }
 

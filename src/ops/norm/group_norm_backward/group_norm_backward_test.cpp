@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -151,7 +152,8 @@ ops::Problem run_channels_last(const ops::Problem& before, int threads, bool in_
 
 TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
   for (DType t : kDTypes) {
-    for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 320, 8, 8}, 32}, {{3, 21, 37}, 3}}) {
+    for (auto [shape, groups] :
+         {std::pair<std::vector<int64_t>, int64_t>{{2, 320, 8, 8}, 32}, {{3, 21, 37}, 3}, {{2, 40, 13, 11}, 4}}) {
       SCOPED_TRACE(std::string(dtype_name(t)));
       const ops::Problem before = order_sensitive(t, shape, groups);
       const int64_t ng = groups;  // (a structured binding cannot be captured in C++17)
@@ -173,6 +175,71 @@ TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
           EXPECT_TRUE(same_outputs(ip, want)) << "in place";
         }
       });
+    }
+  }
+}
+
+// Every schedule the plan could pick gives the same bits, in place too: threads 1-3, dx streamed one element past
+// a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups and of
+// whole rows, streamed.
+TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
+  auto round64 = [](uint64_t b) { return (b + 63) / 64 * 64; };
+  for (DType t : kDTypes) {
+    const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
+    ops::Problem want = before.clone();
+    ASSERT_TRUE(call(want, 1));
+    const std::vector<TensorView> v = before.views();
+    const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn_bwd::kDy].shape());
+    const testing::StridedCopy dys(before.t[gn_bwd::kDy], st), xs(before.t[gn_bwd::kX], st);
+    const size_t bytes = before.t[gn_bwd::kDx].bytes();
+    for (gn_bwd::Layout layout : {gn_bwd::Layout::kNCHW, gn_bwd::Layout::kNHWC}) {
+      const bool cl = layout == gn_bwd::Layout::kNHWC;
+      for (bool in_place : {false, true}) {
+        for (int variant = 0; variant < 6; ++variant) {
+          for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major") +
+                         (in_place ? " in place" : "") + " variant " + std::to_string(variant) + " threads " +
+                         std::to_string(threads));
+            gn_bwd::Args a;
+            ASSERT_TRUE(gn_bwd::check(v.data(), before.attrs, &a));
+            a.layout = layout;
+            if (cl) a.dy = dys.view().data(), a.x = xs.view().data();
+            gn_bwd::Plan plan = gn_bwd::make_plan(a, Context{3});
+            plan.num_threads = threads;
+            if (!cl) {
+              plan.stream_output = variant % 2;
+            } else {  // variant 5: chunks of whole rows, streamed
+              plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
+              plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+              plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+            }
+            // Scratch for whole-row chunks and 3 threads.
+            const uint64_t c = static_cast<uint64_t>(a.c), ng = static_cast<uint64_t>(a.n * a.groups);
+            plan.scratch_bytes = round64(2 * 16 * c * 8) + round64(c * 8) + round64(5 * c * 4);
+            plan.workspace_bytes = round64(c * 8) + round64(2 * ng * 8) +
+                                   round64(2 * static_cast<uint64_t>(a.n) * c * 8) + 3 * plan.scratch_bytes;
+            ops::Problem p = before.clone();
+            std::vector<unsigned char> raw(bytes + 256);
+            unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+            if (in_place) {
+              std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
+              a.dy = out;
+            }
+            a.dx = out;
+            a.dgamma = p.t[gn_bwd::kDgamma].view();
+            a.dbeta = p.t[gn_bwd::kDbeta].view();
+            HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
+            gn_bwd::run(plan, a, ws.data());
+            if (!cl) {
+              std::memcpy(p.t[gn_bwd::kDx].data(), out, bytes);
+            } else {
+              const TensorView ov = TensorView::strided(out, t, before.t[gn_bwd::kDy].shape().data(), st.data(), 4);
+              detail::gather_dense(ov, p.t[gn_bwd::kDx].data());
+            }
+            EXPECT_TRUE(same_outputs(p, want));
+          }
+        }
+      }
     }
   }
 }
