@@ -67,6 +67,21 @@ Plan make_plan(const Args& a, const Context& ctx);
 /// The results do not depend on it (per-channel canonical sums).
 int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads);
 
+/// The work units of the GroupNorm family (shared with GroupNormBackward): row-major one per group (n, g),
+/// channels-last one per sample and chunk of chunk_groups whole groups (channels_last_chunk), `cols` channels
+/// wide; `threads` is the Context's count, 1 below the parallel grain. `stream` says whether an output of the
+/// x's size is streamed: from kStreamOutputBytes, and channels-last only for chunks of whole rows (a narrower
+/// chunk's rows would leave partial lines to the write-combining buffers).
+struct Units {
+  int threads = 1;
+  int64_t units = 0, chunk_groups = 1, cols = 0;
+  bool stream = false;
+};
+Units split_units(int64_t n, int64_t c, int64_t hw, int64_t groups, Layout layout, DType dtype, const Context& ctx);
+
+/// round up to a multiple of 64 bytes (workspace and scratch pieces start on cache lines)
+inline uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }
+
 /// One group's mean and variance from the one-pass shifted sums S1 = sum (x - K), S2 = sum (x - K)^2 over its
 /// m elements (K: one of them). ok = false when the variance is not certified within 2^-30 of its value (then
 /// the kernel makes the classical second pass over (x - mean)^2); mean is right either way.

@@ -13,8 +13,6 @@ constexpr int64_t kMinParallelElements = 1 << 15;
 // here) stay in a core's L2 while the unit streams whole rows.
 constexpr int64_t kMaxChunkChannels = 1024;
 
-uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }
-
 }  // namespace
 
 // Measured ([2, 320, 64, 64] float32, 1 thread, AVX2): a unit of 1 group (10 of 320 channels a row) took 11 ms,
@@ -49,30 +47,37 @@ Moments one_pass_moments(double k, double s1, double s2, double m) {
   return r;
 }
 
+Units split_units(int64_t n, int64_t c, int64_t hw, int64_t groups, Layout layout, DType dtype, const Context& ctx) {
+  Units u;
+  const int64_t cpg = groups ? c / groups : 0;
+  const int64_t numel = n * c * hw;
+  u.threads = numel < kMinParallelElements ? 1 : resolve_num_threads(ctx);
+  u.cols = cpg;
+  if (layout == Layout::kNHWC) {
+    u.chunk_groups = channels_last_chunk(n, cpg, groups, u.threads);
+    u.units = n * ((groups + u.chunk_groups - 1) / u.chunk_groups);
+    u.cols = u.chunk_groups * cpg;
+  } else {
+    u.units = n * groups;
+  }
+  u.stream = (layout == Layout::kNCHW || u.cols == c) &&
+             static_cast<uint64_t>(numel) * dtype_size(dtype) >= kStreamOutputBytes;
+  return u;
+}
+
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const int64_t cpg = a.cpg();
-  int64_t cols = cpg;
-  int threads = resolve_num_threads(ctx);
-  if (a.numel() < kMinParallelElements) threads = 1;
-  if (a.layout == Layout::kNHWC) {
-    const int64_t k = channels_last_chunk(a.n, cpg, a.groups, threads);
-    p.chunk_groups = k;
-    p.units = a.n * ((a.groups + k - 1) / k);
-    cols = k * cpg;
-  } else {
-    p.units = a.n * a.groups;
-  }
-  p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(threads, p.units)));
+  const Units u = split_units(a.n, a.c, a.hw, a.groups, a.layout, a.dtype, ctx);
+  p.chunk_groups = u.chunk_groups;
+  p.units = u.units;
+  p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(u.threads, p.units)));
+  const int64_t cols = u.cols;
   // Per thread: 2 x 16 lane accumulators per column, four per-column doubles (two sums, mean, rstd) and three
   // float32 constants (room for four).
   const uint64_t c = static_cast<uint64_t>(cols);
   p.scratch_bytes = round64(2 * 16 * c * 8) + round64(4 * c * 8) + round64(4 * c * 4);
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) + p.num_threads * p.scratch_bytes;
-  // Channels-last streams only chunks of whole rows, whose stores cover whole lines (a narrower chunk's rows
-  // would leave partial lines to the write-combining buffers).
-  p.stream_output = (a.layout == Layout::kNCHW || cols == a.c) &&
-                    static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) >= kStreamOutputBytes;
+  p.stream_output = u.stream;
   return p;
 }
 

@@ -9,6 +9,7 @@
 #include "nnops/status.hpp"
 #include "nnops/tensor_view.hpp"
 #include "src/core/verify.hpp"
+#include "src/ops/norm/group_norm/group_norm_impl.hpp"
 #include "src/ops/op_desc.hpp"
 
 namespace nnops::gn_bwd {
@@ -20,7 +21,7 @@ enum Tensor : int { kDy = 0, kX, kMean, kRstd, kGamma, kDx, kDgamma, kDbeta, kNu
 enum Attr : int { kNumGroups = 0, kOutputMask };
 
 /// dy, x and dx (when computed) both dense row-major ([N, C, HxW]) or all channels-last ([N, HxW, C]).
-enum class Layout : uint8_t { kNCHW, kNHWC };
+using gn::Layout;
 
 /// A validated call as the kernel sees it.
 struct Args {
