@@ -144,6 +144,19 @@ TEST(Parallel, SplitRangeCoversExactlyOnce) {
   }
 }
 
+// The best target the CPU can run, whatever the cap.
+std::string best_supported() {
+  for (const CpuIsa& isa : compiled_isas())
+    if (isa.supported) return isa.name;
+  return "";
+}
+
+// Back to the cap of NNOPS_MAX_CPU_ISA (none when unset), as the process started.
+Status restore_env_cap() {
+  const char* env = std::getenv("NNOPS_MAX_CPU_ISA");
+  return set_max_isa(env && *env ? env : "native");
+}
+
 TEST(Isa, ForceAndCap) {
   const auto isas = testing::runnable_isas();
   ASSERT_FALSE(isas.empty());
@@ -153,10 +166,13 @@ TEST(Isa, ForceAndCap) {
   }
   ASSERT_TRUE(force_isa_for_testing(0).is_ok());
   EXPECT_EQ(current_isa(), isas.front().name);
-  // Capping at the worst runnable target dispatches to it; lifting the cap restores the best.
+  // Capping at the worst runnable target dispatches to it; lifting the cap restores the best the CPU has;
+  // the cap the process started with (NNOPS_MAX_CPU_ISA) is put back for the tests that follow.
   ASSERT_TRUE(set_max_isa(isas.back().name).is_ok());
   EXPECT_EQ(current_isa(), isas.back().name);
   ASSERT_TRUE(set_max_isa("native").is_ok());
+  EXPECT_EQ(current_isa(), best_supported());
+  ASSERT_TRUE(restore_env_cap().is_ok());
   EXPECT_EQ(current_isa(), isas.front().name);
   Status bad = set_max_isa("avx9000");
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
@@ -174,7 +190,8 @@ TEST(Isa, ListingTheTargetsKeepsTheBestOne) {
   EXPECT_EQ(current_isa(), isas.front().name);
   ASSERT_TRUE(set_max_isa("native").is_ok());
   (void)compiled_isas();
-  EXPECT_EQ(current_isa(), isas.front().name);
+  EXPECT_EQ(current_isa(), best_supported());
+  ASSERT_TRUE(restore_env_cap().is_ok());
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ namespace nnops::testing {
 
 using detail::HostBuffer;
 
-/// Names of the compiled targets this CPU can run, best first.
+/// The compiled targets this CPU can run and NNOPS_MAX_CPU_ISA allows, best first.
 std::vector<CpuIsa> runnable_isas();
 
 /// The targets for_each_isa runs: every runnable one, or those named in the environment variable
