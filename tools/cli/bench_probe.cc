@@ -43,31 +43,66 @@ HWY_INLINE void Put(D d, V v, uint32_t* p, bool stream) {
   }
 }
 
-// kR reads, kW writes, kU vectors per array and step; the loops over arrays unroll over the compile-time
-// counts.
+// kR reads, kW writes, kU (1 or 4) vectors per array and step; the loops over arrays unroll over the
+// compile-time counts. The kU vectors are named variables, not an array: SVE vectors are sizeless types,
+// which cannot form arrays.
 template <int kR, int kW, bool kInPlace, int kU>
 HWY_INLINE void Direct(uint32_t* const* in, uint32_t* const* out, size_t i, size_t e, uint32_t zero, bool stream) {
+  static_assert(kU == 1 || kU == 4, "Direct: 1 or 4 vectors a step");
   const hn::ScalableTag<uint32_t> d;
   const size_t N = hn::Lanes(d);
   const auto z = hn::Set(d, zero);
   using V = hn::Vec<decltype(d)>;
   for (; i + kU * N <= e; i += kU * N) {
     if constexpr (kInPlace) {
-      V last[kU];
-      for (int u = 0; u < kU; ++u) last[u] = hn::And(hn::LoadU(d, in[kR - 1] + i + u * N), z);
+      const uint32_t* src = in[kR - 1] + i;
+      const V l0 = hn::And(hn::LoadU(d, src), z);
+      V l1 = l0, l2 = l0, l3 = l0;
+      if constexpr (kU == 4) {
+        l1 = hn::And(hn::LoadU(d, src + N), z);
+        l2 = hn::And(hn::LoadU(d, src + 2 * N), z);
+        l3 = hn::And(hn::LoadU(d, src + 3 * N), z);
+      }
       for (int k = 0; k < kW; ++k) {
-        V v[kU];
-        for (int u = 0; u < kU; ++u) v[u] = hn::Add(hn::LoadU(d, out[k] + i + u * N), last[u]);
-        for (int u = 0; u < kU; ++u) Put(d, v[u], out[k] + i + u * N, stream);
+        uint32_t* dst = out[k] + i;
+        const V v0 = hn::Add(hn::LoadU(d, dst), l0);
+        if constexpr (kU == 4) {
+          const V v1 = hn::Add(hn::LoadU(d, dst + N), l1);
+          const V v2 = hn::Add(hn::LoadU(d, dst + 2 * N), l2);
+          const V v3 = hn::Add(hn::LoadU(d, dst + 3 * N), l3);
+          Put(d, v0, dst, stream);
+          Put(d, v1, dst + N, stream);
+          Put(d, v2, dst + 2 * N, stream);
+          Put(d, v3, dst + 3 * N, stream);
+        } else {
+          Put(d, v0, dst, stream);
+        }
       }
     } else {
-      V s[kU];
-      for (int u = 0; u < kU; ++u) s[u] = hn::LoadU(d, in[0] + i + u * N);
+      V s0 = hn::LoadU(d, in[0] + i);
+      V s1 = s0, s2 = s0, s3 = s0;
+      if constexpr (kU == 4) {
+        s1 = hn::LoadU(d, in[0] + i + N);
+        s2 = hn::LoadU(d, in[0] + i + 2 * N);
+        s3 = hn::LoadU(d, in[0] + i + 3 * N);
+      }
       for (int r = 1; r < kR; ++r) {
-        for (int u = 0; u < kU; ++u) s[u] = hn::Xor(s[u], hn::LoadU(d, in[r] + i + u * N));
+        const uint32_t* src = in[r] + i;
+        s0 = hn::Xor(s0, hn::LoadU(d, src));
+        if constexpr (kU == 4) {
+          s1 = hn::Xor(s1, hn::LoadU(d, src + N));
+          s2 = hn::Xor(s2, hn::LoadU(d, src + 2 * N));
+          s3 = hn::Xor(s3, hn::LoadU(d, src + 3 * N));
+        }
       }
       for (int k = 0; k < kW; ++k) {
-        for (int u = 0; u < kU; ++u) Put(d, s[u], out[k] + i + u * N, stream);
+        uint32_t* dst = out[k] + i;
+        Put(d, s0, dst, stream);
+        if constexpr (kU == 4) {
+          Put(d, s1, dst + N, stream);
+          Put(d, s2, dst + 2 * N, stream);
+          Put(d, s3, dst + 3 * N, stream);
+        }
       }
     }
   }
@@ -85,8 +120,8 @@ HWY_INLINE void Direct(uint32_t* const* in, uint32_t* const* out, size_t i, size
 // One block of at most kStageLanes lanes: inputs copied to buf one array at a time, outputs written one
 // array at a time. A multiple of 4 vectors except in the last block.
 template <int kR, int kW, bool kInPlace>
-HWY_INLINE void StagedBlock(uint32_t* const* in, uint32_t* const* out, size_t i, size_t len, uint32_t zero,
-                            bool stream, uint32_t (*buf)[probe_detail::kStageLanes]) {
+HWY_INLINE void StagedBlock(uint32_t* const* in, uint32_t* const* out, size_t i, size_t len, uint32_t zero, bool stream,
+                            uint32_t (*buf)[probe_detail::kStageLanes]) {
   const hn::ScalableTag<uint32_t> d;
   const size_t N = hn::Lanes(d);
   const auto z = hn::Set(d, zero);
@@ -223,8 +258,7 @@ bool probe_variant_applies(ProbeVariant v, int writes) {
   return v != ProbeVariant::kCount;
 }
 
-void probe_mix(void* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads,
-               ProbeVariant v) {
+void probe_mix(void* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads, ProbeVariant v) {
   HWY_DYNAMIC_DISPATCH(ProbeMix)(arrays, reads, writes, in_place, n, threads, v);
 }
 }  // namespace cli
