@@ -12,6 +12,9 @@ thread count:
   C = G for rank-3 shapes; groups have the same M elements either way.
 - InplaceApplyPowerSign vs TensorFlow's tf.raw_ops.ResourceApplyPowerSign (in a tf.function), and vs
   the formula of docs/semantics.md written as PyTorch eager ops (PyTorch has no PowerSign).
+- GroupNorm and GroupNormBackward vs torch.ops.aten.native_group_norm and native_group_norm_backward
+  (all three outputs) on the same [N, C, ...] shape and 32 groups, channels_last memory for nnops bench's
+  dram-channels-last size.
 
 Each framework runs in a fresh subprocess per thread count (TensorFlow fixes its thread pools when it
 initialises), with 2 warm-up calls and the median of --reps timed calls, as `nnops bench` does. PyTorch
@@ -34,7 +37,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-OPS = ("group_normalization_grad", "inplace_apply_power_sign")
+OPS = ("group_normalization_grad", "inplace_apply_power_sign", "group_norm", "group_norm_backward")
 DTYPES = ("float32", "float16", "bfloat16")
 # PyTorch allocates dx (and the eager PowerSign's temporaries) on every call. With the stock glibc
 # allocator, tensors above the mmap threshold (dynamic, at most 32 MiB) page-fault fresh 4 KiB pages each
@@ -45,7 +48,7 @@ DTYPES = ("float32", "float16", "bfloat16")
 TUNED = {"MALLOC_MMAP_THRESHOLD_": str(32 << 20), "MALLOC_TRIM_THRESHOLD_": str(1 << 40), "THP_MEM_ALLOC_ENABLE": "1"}
 # Worker runs: (framework module, label suffix, extra environment).
 RUNS = (("torch", "", {}), ("torch", " (tuned alloc)", TUNED), ("tf", "", {}))
-SIZES = ("l2", "l3", "dram", "dram-big")  # nnops bench's size names, smallest first
+SIZES = ("l2", "l3", "dram", "dram-big", "dram-channels-last")  # nnops bench's size names
 SKIPPED = 3  # worker exit status: framework not importable
 
 
@@ -93,6 +96,32 @@ def torch_cases(cases, threads):
 
             yield dict(case=i, framework="torch native_group_norm_backward", framework_shape=[n, c, hxw],
                        median_s=median_seconds(call, case["reps"]), version=torch.__version__)
+        elif case["op"] in ("group_norm", "group_norm_backward"):
+            # The same [N, C, ...] tensors and 32 groups (the groups nnops bench uses for C >= 64), channels_last
+            # memory for the channels-last size; dgamma and dbeta included, as nnops computes them.
+            n, c = shape[0], shape[1]
+            hxw = math.prod(shape[2:])
+            groups = 32
+            fmt = torch.channels_last if case["size"].endswith("channels-last") else torch.contiguous_format
+            x = uniform(shape, dtype, -2, 2).contiguous(memory_format=fmt)
+            gamma = uniform((c,), dtype, 0.5, 1.5)
+            beta = uniform((c,), dtype, -0.5, 0.5)
+            if case["op"] == "group_norm":
+                def call():
+                    torch.ops.aten.native_group_norm(x, gamma, beta, n, c, hxw, groups, 1e-5)
+
+                name = "torch native_group_norm"
+            else:
+                dy = uniform(shape, dtype, -1, 1).contiguous(memory_format=fmt)
+                _, mean, rstd = torch.ops.aten.native_group_norm(x, gamma, beta, n, c, hxw, groups, 1e-5)
+
+                def call():
+                    torch.ops.aten.native_group_norm_backward(dy, x, mean, rstd, gamma, n, c, hxw, groups,
+                                                              [True, True, True])
+
+                name = "torch native_group_norm_backward"
+            yield dict(case=i, framework=name, framework_shape=shape, median_s=median_seconds(call, case["reps"]),
+                       version=torch.__version__)
         else:
             var = uniform(shape, dtype, -1, 1)
             m = uniform(shape, dtype, -0.01, 0.01)
