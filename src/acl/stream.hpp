@@ -1,6 +1,7 @@
 // A stream of the host device: an in-order task queue served by one worker thread.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -52,9 +53,11 @@ class Stream {
   std::condition_variable done_cv_;  // synchronize() waits for completions
   std::deque<Task> queue_;
   uint64_t enqueued_ = 0;
-  uint64_t completed_ = 0;
   bool stopping_ = false;
-  TaskError error_;
+  // Written under mu_; atomic so that synchronize() can poll it before it blocks, on a cache line of its own
+  // (the host writes the queue and enqueued_ while the worker publishes completions).
+  alignas(64) std::atomic<uint64_t> completed_{0};
+  alignas(64) TaskError error_;
   int later_failures_ = 0;
   std::thread worker_;  // last member: started once everything above is initialized
 };
