@@ -24,18 +24,23 @@ enum Attr : int { kNumGroups = 0, kEps };
 /// both channels-last ([N, HxW, C]). Any other layout goes through dense copies.
 enum class Layout : uint8_t { kNCHW, kNHWC };
 
-/// A validated call as the kernel sees it.
-struct Args {
-  const void* x = nullptr;  ///< dense in `layout`
-  void* out = nullptr;      ///< dense in `layout`
+/// The shape of a GroupNorm-family call (shared with GroupNormBackward): [N, C, HxW] in `layout`, `groups`
+/// groups of C / groups channels.
+struct Shape {
   DType dtype = DType::kFloat32;
   Layout layout = Layout::kNCHW;
   int64_t n = 0, c = 0, hw = 0, groups = 0;
+  int64_t cpg() const { return groups ? c / groups : 0; }
+  int64_t numel() const { return n * c * hw; }
+};
+
+/// A validated call as the kernel sees it.
+struct Args : Shape {
+  const void* x = nullptr;  ///< dense in `layout`
+  void* out = nullptr;      ///< dense in `layout`
   double eps = 0;
   /// The small tensors, any strides; gamma/beta may be none (1 and 0). Read and written element by element.
   TensorView gamma, beta, mean, rstd;
-  int64_t cpg() const { return groups ? c / groups : 0; }
-  int64_t numel() const { return n * c * hw; }
 };
 
 /// All validation (docs/semantics.md); reads and writes no tensor data. Any strides are accepted; `args`
@@ -77,7 +82,7 @@ struct Units {
   int64_t units = 0, chunk_groups = 1, cols = 0;
   bool stream = false;
 };
-Units split_units(int64_t n, int64_t c, int64_t hw, int64_t groups, Layout layout, DType dtype, const Context& ctx);
+Units split_units(const Shape& s, const Context& ctx);
 
 /// round up to a multiple of 64 bytes (workspace and scratch pieces start on cache lines)
 inline uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }

@@ -47,27 +47,26 @@ Moments one_pass_moments(double k, double s1, double s2, double m) {
   return r;
 }
 
-Units split_units(int64_t n, int64_t c, int64_t hw, int64_t groups, Layout layout, DType dtype, const Context& ctx) {
+Units split_units(const Shape& s, const Context& ctx) {
   Units u;
-  const int64_t cpg = groups ? c / groups : 0;
-  const int64_t numel = n * c * hw;
+  const int64_t n = s.n, c = s.c, groups = s.groups, cpg = s.cpg(), numel = s.numel();
   u.threads = numel < kMinParallelElements ? 1 : resolve_num_threads(ctx);
   u.cols = cpg;
-  if (layout == Layout::kNHWC) {
+  if (s.layout == Layout::kNHWC) {
     u.chunk_groups = channels_last_chunk(n, cpg, groups, u.threads);
     u.units = n * ((groups + u.chunk_groups - 1) / u.chunk_groups);
     u.cols = u.chunk_groups * cpg;
   } else {
     u.units = n * groups;
   }
-  u.stream = (layout == Layout::kNCHW || u.cols == c) &&
-             static_cast<uint64_t>(numel) * dtype_size(dtype) >= kStreamOutputBytes;
+  u.stream = (s.layout == Layout::kNCHW || u.cols == c) &&
+             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= kStreamOutputBytes;
   return u;
 }
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const Units u = split_units(a.n, a.c, a.hw, a.groups, a.layout, a.dtype, ctx);
+  const Units u = split_units(a, ctx);
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
   p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(u.threads, p.units)));

@@ -24,18 +24,13 @@ enum Attr : int { kNumGroups = 0, kOutputMask };
 using gn::Layout;
 
 /// A validated call as the kernel sees it.
-struct Args {
+struct Args : gn::Shape {
   const void* dy = nullptr;  ///< dense in `layout`
   const void* x = nullptr;   ///< dense in `layout`
   void* dx = nullptr;        ///< dense in `layout`; null when not computed
-  DType dtype = DType::kFloat32;
-  Layout layout = Layout::kNCHW;
-  int64_t n = 0, c = 0, hw = 0, groups = 0;
   /// The small tensors, any strides, read and written element by element in row-major index order. gamma may be
   /// none (all ones); dgamma/dbeta are none when not computed.
   TensorView mean, rstd, gamma, dgamma, dbeta;
-  int64_t cpg() const { return groups ? c / groups : 0; }
-  int64_t numel() const { return n * c * hw; }
 };
 
 /// All validation (docs/semantics.md); reads and writes no tensor data. Any strides are accepted.

@@ -11,7 +11,7 @@ using gn::round64;
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const gn::Units u = gn::split_units(a.n, a.c, a.hw, a.groups, a.layout, a.dtype, ctx);
+  const gn::Units u = gn::split_units(a, ctx);
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
   // The dgamma/dbeta reduction is split by channel, so C channels also feed the threads.
