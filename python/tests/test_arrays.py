@@ -281,7 +281,9 @@ def test_foreach_is_bitwise_single_calls(rng):
 
 def test_gil_is_released_while_a_kernel_runs():
     """While one thread is inside a kernel, another thread keeps running Python code."""
-    n = 1 << 24
+    # 64 Mi elements: a call takes ~35 ms even on an idle machine (7 bins below); at 16 Mi, 4 calls made too
+    # few bins to tell.
+    n = 1 << 26
     var, m = np.zeros(n, np.float32), np.zeros(n, np.float32)
     grad = np.full(n, 1e-3, np.float32)
     nnops.inplace_apply_power_sign(var, m, 0.1, 1.0, 1.0, 0.9, grad, num_threads=1)  # pages mapped
