@@ -70,18 +70,6 @@ std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape) {
   return s;
 }
 
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& shape) {
-  const int r = static_cast<int>(shape.size());
-  std::vector<int64_t> s(r, 1);
-  int64_t acc = std::max<int64_t>(shape[1], 1);
-  for (int i = r - 1; i >= 2; --i) {
-    s[i] = acc;
-    acc *= std::max<int64_t>(shape[i], 1);
-  }
-  s[0] = acc;
-  return s;
-}
-
 StridedCopy::StridedCopy(const HostBuffer& dense, const std::vector<int64_t>& strides) {
   const std::vector<int64_t>& shape = dense.shape();
   const int rank = static_cast<int>(shape.size());

@@ -12,6 +12,7 @@
 #include "nnops/isa.hpp"
 #include "nnops/tensor_view.hpp"
 #include "src/core/host_buffer.hpp"
+#include "src/core/layout.hpp"
 
 namespace nnops::testing {
 
@@ -43,8 +44,8 @@ void fill_sentinel(HostBuffer& b);
 
 /// Dense row-major strides of a shape (size-0 dims count as 1).
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
-/// Channels-last strides of an [N, C, d2, ...] shape (rank >= 3): C innermost, then the spatial dims, then N.
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& shape);
+/// Channels-last strides of an [N, C, d2, ...] shape (src/core/layout.hpp).
+using detail::channels_last_strides;
 
 /// A copy of a dense buffer laid out with other strides in storage of its own, whose every other byte holds a
 /// sentinel pattern: for strided calls, and to check that they write nothing outside a view's elements.

@@ -206,6 +206,18 @@ bool to_nnops_dtype(int t, DType* out) {
   }
 }
 
+aclDataType to_acl_dtype(DType t) {
+  switch (t) {
+    case DType::kFloat32:
+      return ACL_FLOAT;
+    case DType::kFloat16:
+      return ACL_FLOAT16;
+    case DType::kBFloat16:
+      return ACL_BF16;
+  }
+  return ACL_DT_UNDEFINED;
+}
+
 std::size_t dtype_bytes(int t) {
   switch (t) {
     case ACL_BOOL:

@@ -46,6 +46,9 @@ const char* dtype_name(int t);
 /// The nnops dtype of ACL_FLOAT, ACL_FLOAT16, ACL_BF16; false for any other.
 bool to_nnops_dtype(int t, DType* out);
 
+/// The aclDataType of an nnops dtype (the inverse of to_nnops_dtype).
+aclDataType to_acl_dtype(DType t);
+
 /// aclDataTypeSize of a raw aclDataType value.
 std::size_t dtype_bytes(int t);
 

@@ -197,6 +197,18 @@ bool is_channels_last(const TensorView& v) {
   return ok(0, expect);
 }
 
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& shape) {
+  const int r = static_cast<int>(shape.size());
+  std::vector<int64_t> s(r, 1);
+  int64_t acc = std::max<int64_t>(shape[1], 1);
+  for (int i = r - 1; i >= 2; --i) {
+    s[i] = acc;
+    acc *= std::max<int64_t>(shape[i], 1);
+  }
+  s[0] = acc;
+  return s;
+}
+
 bool same_layout(const TensorView& a, const TensorView& b) {
   if (a.rank() != b.rank()) return false;
   for (int i = 0; i < a.rank(); ++i) {

@@ -40,6 +40,10 @@ bool is_dense(const TensorView& v);
 /// N, densely. Size-1 dims may have any stride. (Rank 2 views have no channels-last form distinct from dense.)
 bool is_channels_last(const TensorView& v);
 
+/// The strides (in elements) of a dense channels-last [N, C, d2, ..., dk] (rank >= 2): C innermost, then dk
+/// back to d2, then N; zero dims count as 1. A view with them satisfies is_channels_last.
+std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& shape);
+
 /// The same shape and the same strides (size-1 dims compare equal whatever their strides).
 bool same_layout(const TensorView& a, const TensorView& b);
 

@@ -21,18 +21,6 @@ std::string recent_error() {
   return m ? m : "";
 }
 
-aclDataType acl_dtype(DType t) {
-  switch (t) {
-    case DType::kFloat32:
-      return ACL_FLOAT;
-    case DType::kFloat16:
-      return ACL_FLOAT16;
-    case DType::kBFloat16:
-      return ACL_BF16;
-  }
-  return ACL_DT_UNDEFINED;
-}
-
 DevTensor::DevTensor(aclDataType dtype, std::vector<int64_t> shape, const void* host) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

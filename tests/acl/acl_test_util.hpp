@@ -12,6 +12,7 @@
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
 #include "nnops/dtype.hpp"
+#include "src/acl/tensor.hpp"
 #include "src/core/host_buffer.hpp"
 #include "src/ops/op_desc.hpp"
 
@@ -28,8 +29,8 @@ class AclTest : public ::testing::Test {
 /// aclGetRecentErrMsg() as a string (and thereby cleared).
 std::string recent_error();
 
-/// The aclDataType of an nnops dtype.
-aclDataType acl_dtype(DType t);
+/// The aclDataType of an nnops dtype (src/acl/tensor.hpp).
+inline aclDataType acl_dtype(DType t) { return acl::to_acl_dtype(t); }
 
 /// A contiguous ND tensor in its own aclrtMalloc block, optionally filled from host bytes.
 class DevTensor {

@@ -22,20 +22,6 @@ std::size_t numel_of(const std::vector<int64_t>& shape) {
   return n;
 }
 
-// Channels-last strides of [N, C, d2, ..., dk]: C innermost, then d2..dk, then N.
-std::vector<int64_t> channels_last_strides(const std::vector<int64_t>& sh) {
-  const int r = static_cast<int>(sh.size());
-  std::vector<int64_t> st(r);
-  int64_t acc = sh[1];
-  st[1] = 1;
-  for (int k = r - 1; k >= 2; --k) {
-    st[k] = acc;
-    acc *= sh[k];
-  }
-  st[0] = acc;
-  return st;
-}
-
 // The probe arrays of a call, by role: reads = the main-sized tensors it reads (read-and-written ones first),
 // writes = the main-sized ones it writes. Empty when they do not match the descriptor's mix.
 bool map_probe(const ops::OpDesc& d, const std::vector<TensorView>& v, ProbeSet* out) {
@@ -153,7 +139,7 @@ PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool 
       void* dst = out.mem.ptr(slot[c][i]);
       const std::vector<int64_t>& sh = p.t[i].shape();
       if (channels_last && sh.size() >= 3) {
-        const std::vector<int64_t> st = channels_last_strides(sh);
+        const std::vector<int64_t> st = detail::channels_last_strides(sh);
         call.views[i] = TensorView::strided(dst, p.t[i].dtype(), sh.data(), st.data(), static_cast<int>(sh.size()));
         detail::scatter_dense(p.t[i].data(), call.views[i], threads);
       } else {
@@ -184,7 +170,8 @@ PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool 
       call.probe.writes = m.writes;
       call.probe.in_place = m.in_place;
       call.probe.lanes = extra[k] / 4;
-      for (int j = 0; j < m.reads + (m.in_place ? 0 : m.writes); ++j) call.probe.arrays.push_back(out.probe_mem.ptr(k++));
+      for (int j = 0; j < m.reads + (m.in_place ? 0 : m.writes); ++j)
+        call.probe.arrays.push_back(out.probe_mem.ptr(k++));
     }
   }
   return out;
@@ -197,8 +184,8 @@ void run_probes(const std::vector<const ProbeSet*>& sets, int threads, ProbeVari
   }
 }
 
-std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets,
-                                                                 int threads, int rounds) {
+std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets, int threads,
+                                                                 int rounds) {
   const int writes = sets.empty() ? 0 : sets.front()->writes;
   std::vector<ProbeVariant> vs;
   for (int k = 0; k < static_cast<int>(ProbeVariant::kCount); ++k) {

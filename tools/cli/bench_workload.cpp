@@ -22,6 +22,7 @@
 #include "acl/acl.h"
 #include "aclnn/aclnn_base.h"
 #include "nnops/nnops.hpp"
+#include "src/acl/tensor.hpp"
 #include "src/ops/op_desc.hpp"
 #include "tools/cli/bench.hpp"
 #include "tools/cli/bench_util.hpp"
@@ -121,8 +122,8 @@ struct Row {
 
 void print_header(bool resnet) {
   std::printf("%-9s %-8s %-8s %-13s %3s %-4s %-22s %5s %9s %19s %6s %6s %9s %-9s %5s%s\n", "workload", "dtype",
-              "layout", "format", "thr", "api", "calls", "n", "median", "spread (min..max)", "GB/s", "probe",
-              "range", "variant", "ratio", resnet ? "  vs one call" : "");
+              "layout", "format", "thr", "api", "calls", "n", "median", "spread (min..max)", "GB/s", "probe", "range",
+              "variant", "ratio", resnet ? "  vs one call" : "");
 }
 
 void print_row(const Row& r, bool resnet) {
@@ -136,8 +137,8 @@ void print_row(const Row& r, bool resnet) {
   if (resnet && r.vs_one > 0) std::snprintf(vs, sizeof vs, "  %11.2f", r.vs_one);
   std::printf("%-9s %-8s %-8s %-13s %3d %-4s %-22s %5d %9s %19s %6.1f %6.1f %9s %-9s %5.2f%s\n", r.workload.c_str(),
               r.dtype.c_str(), r.layout.c_str(), r.format.c_str(), r.threads, r.api.c_str(), r.what.c_str(), r.calls,
-              format_time(r.t.median).c_str(), spread.c_str(), r.gbps(), r.probe_gbps, range,
-              r.probe_variant.c_str(), r.gbps() / r.probe_gbps, vs);
+              format_time(r.t.median).c_str(), spread.c_str(), r.gbps(), r.probe_gbps, range, r.probe_variant.c_str(),
+              r.gbps() / r.probe_gbps, vs);
   std::fflush(stdout);
 }
 
@@ -149,9 +150,9 @@ std::string row_json(const Row& r) {
                 "\"max_s\": %.9g, \"bytes\": %.0f, \"gbps\": %.4g, \"probe_gbps\": %.4g, \"probe_min_gbps\": %.4g, "
                 "\"probe_max_gbps\": %.4g, \"probe_variant\": \"%s\", \"ratio\": %.4g, \"vs_one_call\": %.4g, "
                 "\"error\": \"%s\"}",
-                r.workload.c_str(), r.dtype.c_str(), r.layout.c_str(), r.format.c_str(), r.api.c_str(),
-                r.what.c_str(), r.threads, r.calls, r.t.median, r.t.min, r.t.max, r.bytes, r.gbps(), r.probe_gbps,
-                r.probe_lo, r.probe_hi, r.probe_variant.c_str(), r.gbps() / r.probe_gbps, r.vs_one, r.error.c_str());
+                r.workload.c_str(), r.dtype.c_str(), r.layout.c_str(), r.format.c_str(), r.api.c_str(), r.what.c_str(),
+                r.threads, r.calls, r.t.median, r.t.min, r.t.max, r.bytes, r.gbps(), r.probe_gbps, r.probe_lo,
+                r.probe_hi, r.probe_variant.c_str(), r.gbps() / r.probe_gbps, r.vs_one, r.error.c_str());
   return buf;
 }
 
@@ -175,17 +176,6 @@ double timed(const std::function<void()>& f) {
 }
 
 // ---- the C API --------------------------------------------------------------------------------------------
-
-aclDataType acl_dtype(DType t) {
-  switch (t) {
-    case DType::kFloat16:
-      return ACL_FLOAT16;
-    case DType::kBFloat16:
-      return ACL_BF16;
-    default:
-      return ACL_FLOAT;
-  }
-}
 
 std::string recent_error() {
   const char* m = aclGetRecentErrMsg();
@@ -218,7 +208,7 @@ class AclCalls {
           continue;
         }
         std::vector<int64_t> st(v.strides(), v.strides() + v.rank());
-        aclTensor* t = aclCreateTensor(v.shape(), v.rank(), acl_dtype(v.dtype()), st.data(), 0, ACL_FORMAT_ND,
+        aclTensor* t = aclCreateTensor(v.shape(), v.rank(), acl::to_acl_dtype(v.dtype()), st.data(), 0, ACL_FORMAT_ND,
                                        v.shape(), v.rank(), v.data());
         if (t == nullptr) throw std::runtime_error("aclCreateTensor: " + recent_error());
         tensors_.push_back(t);
@@ -527,8 +517,9 @@ bool unet_case(DType t, Layout layout, bool channels_last, const std::vector<Cal
 
 bool run_resnet50(const WorkloadArgs& a, std::vector<std::string>* json) {
   if (!a.json) {
-    std::printf("resnet50: one PowerSign step over torchvision ResNet-50's 161 parameters (25557032 elements); "
-                "probe and 'vs one call': one call on a single tensor of the total size\n");
+    std::printf(
+        "resnet50: one PowerSign step over torchvision ResNet-50's 161 parameters (25557032 elements); "
+        "probe and 'vs one call': one call on a single tensor of the total size\n");
     print_header(true);
   }
   bool ok = true;
@@ -537,9 +528,10 @@ bool run_resnet50(const WorkloadArgs& a, std::vector<std::string>* json) {
     for (int l : a.layouts) ok = resnet50_case(static_cast<DType>(t), static_cast<Layout>(l), rp, a, json) && ok;
   }
   if (!a.json) {
-    std::printf("GB/s: compulsory bytes / median time. ratio = GB/s / probe (the same-mix probe on the total-size "
-                "call's buffers). vs one call: median time / the same API's one call on the total size. C: phase "
-                "one and a launch on one stream per tensor, one aclrtSynchronizeStream per step.\n\n");
+    std::printf(
+        "GB/s: compulsory bytes / median time. ratio = GB/s / probe (the same-mix probe on the total-size "
+        "call's buffers). vs one call: median time / the same API's one call on the total size. C: phase "
+        "one and a launch on one stream per tensor, one aclrtSynchronizeStream per step.\n\n");
   }
   return ok;
 }
@@ -549,8 +541,9 @@ bool run_unet(const WorkloadArgs& a, std::vector<std::string>* json) {
     std::map<std::pair<int64_t, int64_t>, int> count;
     for (const GnLayer& g : unet_groupnorms()) ++count[{-g.res, g.c}];
     std::printf("unet: Stable Diffusion 1.5 UNet GroupNorm layers (32 groups), batch 2:");
-    for (const auto& [k, c] : count) std::printf(" [2, %lld, %lld, %lld] x%d", static_cast<long long>(k.second),
-                                                 static_cast<long long>(-k.first), static_cast<long long>(-k.first), c);
+    for (const auto& [k, c] : count)
+      std::printf(" [2, %lld, %lld, %lld] x%d", static_cast<long long>(k.second), static_cast<long long>(-k.first),
+                  static_cast<long long>(-k.first), c);
     std::printf("\n");
     print_header(false);
   }
@@ -565,9 +558,10 @@ bool run_unet(const WorkloadArgs& a, std::vector<std::string>* json) {
     }
   }
   if (!a.json) {
-    std::printf("GB/s: compulsory bytes of all calls / median time of the whole list. ratio = GB/s / probe (the "
-                "same-mix probe run over the same layers' buffers: forward read 1 write 1, backward read 2 write "
-                "1).\n\n");
+    std::printf(
+        "GB/s: compulsory bytes of all calls / median time of the whole list. ratio = GB/s / probe (the "
+        "same-mix probe run over the same layers' buffers: forward read 1 write 1, backward read 2 write "
+        "1).\n\n");
   }
   return ok;
 }
