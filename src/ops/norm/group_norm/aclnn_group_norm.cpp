@@ -35,10 +35,8 @@ extern "C" aclnnStatus aclnnGroupNormGetWorkspaceSize(const aclTensor* self, con
                                                       "; expected " + dtype_name(x.dtype()) + " (the dtype of self)");
     }
     if (x.rank() < 2) return Status::ok();  // the operator's check reports the rank
-    int64_t hw = 1;
-    for (int i = 2; i < x.rank(); ++i) {
-      if (__builtin_mul_overflow(hw, x.dim(i), &hw)) return Status::ok();  // check reports the overflow
-    }
+    int64_t hw = 0;
+    if (!gn::trailing_product(x, &hw)) return Status::ok();  // check reports the overflow
     const struct {
       const char* name;
       int64_t given, want;

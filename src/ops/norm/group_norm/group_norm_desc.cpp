@@ -147,6 +147,15 @@ std::vector<int64_t> acl_shape_ints(const std::vector<int64_t>& x, int64_t group
   return {x.size() > 0 ? x[0] : 0, x.size() > 1 ? x[1] : 0, ops::dims_from(x, 2), groups};
 }
 
+bool trailing_product(const TensorView& t, int64_t* hw) {
+  int64_t p = 1;
+  for (int i = 2; i < t.rank(); ++i) {
+    if (__builtin_mul_overflow(p, t.dim(i), &p)) return false;
+  }
+  *hw = p;
+  return true;
+}
+
 void describe_family(ops::OpDesc& o) {
   o.category = "norm";
   o.min_rank = 2;

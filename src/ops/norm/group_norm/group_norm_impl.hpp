@@ -102,6 +102,10 @@ void describe_family(ops::OpDesc& o);
 /// CANN's scalar shape arguments {N, C, HxW, group} of an [N, C, *] shape.
 std::vector<int64_t> acl_shape_ints(const std::vector<int64_t>& x, int64_t groups);
 
+/// HxW of a view: the product of its dims after the first two (1 below rank 3); false when it overflows int64,
+/// which a view with a zero dim elsewhere can reach. For the C API's N, C, HxW rules.
+bool trailing_product(const TensorView& t, int64_t* hw);
+
 /// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.
 void run(const Plan& p, const Args& a, void* workspace);
 

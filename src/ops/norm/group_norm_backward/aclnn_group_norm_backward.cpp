@@ -68,11 +68,8 @@ extern "C" aclnnStatus aclnnGroupNormBackwardGetWorkspaceSize(const aclTensor* g
         return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has " + std::to_string(t.numel()) +
                                                         " elements; expected N * C * HxW = " + std::to_string(nchw));
       }
-      // With a zero dim the other dims' product can exceed int64: overflow means "not HxW".
-      int64_t hw = 1;
-      bool hw_ok = true;
-      for (int k = 2; k < t.rank() && hw_ok; ++k) hw_ok = !__builtin_mul_overflow(hw, t.dim(k), &hw);
-      const bool nc_dims = hw_ok && t.rank() >= 2 && t.dim(0) == N && t.dim(1) == C && hw == HxW;
+      int64_t hw = 0;  // an overflowing product of the trailing dims is not HxW
+      const bool nc_dims = gn::trailing_product(t, &hw) && t.rank() >= 2 && t.dim(0) == N && t.dim(1) == C && hw == HxW;
       if (!nc_dims) {
         if (!t.is_contiguous()) {
           return Status(StatusCode::kInvalidArgument, std::string(kAclNames[i]) + " has shape " + t.shape_string() +
