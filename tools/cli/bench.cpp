@@ -115,8 +115,8 @@ std::string json_result(const Result& r) {
                 r.op_t.median, r.op_t.min, r.op_t.max, r.bytes, r.gbps(), r.probe_gbps(),
                 r.probe_bytes / r.probe_t.max / 1e9, r.probe_bytes / r.probe_t.min / 1e9,
                 probe_variant_name(r.probe_variant), r.probe_own ? "true" : "false", r.ratio(), r.model_ratio());
-  return std::string(buf) + "\"probe_variants_gbps\": " + variants_json(r.ranked, r.probe_bytes) + ", \"error\": \"" +
-         r.error + "\"}";
+  return std::string(buf) + "\"probe_variants_gbps\": " + variants_json(r.ranked, r.probe_bytes) +
+         ", \"error\": " + json_string(r.error) + "}";
 }
 
 // ---- --sweep: 1 thread against more, from a few hundred elements to MiBs ----------------------------------
@@ -201,28 +201,28 @@ int run_sweep(const std::vector<const ops::OpDesc*>& ops_list, const std::vector
           if (!r.error.empty()) ok = false;
           const double q = r.tn.median / r.t1.median, qmin = r.tn.min / r.t1.min;
           if (!json) {
-            std::printf("%-25s %-8s %-20s %9lld %3d %10s %10s %6.2f %10s %10s %6.2f%s\n", r.op.c_str(),
-                        r.dtype.c_str(), r.shape.c_str(), static_cast<long long>(r.numel), r.threads,
-                        format_time(r.t1.median).c_str(), format_time(r.tn.median).c_str(), q,
-                        format_time(r.t1.min).c_str(), format_time(r.tn.min).c_str(), qmin,
-                        q > 1.05 ? "  slower" : "");
+            std::printf("%-25s %-8s %-20s %9lld %3d %10s %10s %6.2f %10s %10s %6.2f%s\n", r.op.c_str(), r.dtype.c_str(),
+                        r.shape.c_str(), static_cast<long long>(r.numel), r.threads, format_time(r.t1.median).c_str(),
+                        format_time(r.tn.median).c_str(), q, format_time(r.t1.min).c_str(),
+                        format_time(r.tn.min).c_str(), qmin, q > 1.05 ? "  slower" : "");
             std::fflush(stdout);
           }
           char buf[512];
           std::snprintf(buf, sizeof buf,
                         "{\"op\": \"%s\", \"dtype\": \"%s\", \"shape\": \"%s\", \"numel\": %lld, \"threads\": %d, "
                         "\"median_1_thread_s\": %.9g, \"median_threads_s\": %.9g, \"ratio\": %.4g, "
-                        "\"min_1_thread_s\": %.9g, \"min_threads_s\": %.9g, \"min_ratio\": %.4g, \"error\": \"%s\"}",
+                        "\"min_1_thread_s\": %.9g, \"min_threads_s\": %.9g, \"min_ratio\": %.4g, \"error\": ",
                         r.op.c_str(), r.dtype.c_str(), r.shape.c_str(), static_cast<long long>(r.numel), r.threads,
-                        r.t1.median, r.tn.median, q, r.t1.min, r.tn.min, qmin, r.error.c_str());
-          rows.push_back(buf);
+                        r.t1.median, r.tn.median, q, r.t1.min, r.tn.min, qmin);
+          rows.push_back(std::string(buf) + json_string(r.error) + "}");
         }
       }
     }
   }
   if (json) {
     std::printf("  \"sweep\": [\n");
-    for (std::size_t i = 0; i < rows.size(); ++i) std::printf("    %s%s\n", rows[i].c_str(), i + 1 < rows.size() ? "," : "");
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      std::printf("    %s%s\n", rows[i].c_str(), i + 1 < rows.size() ? "," : "");
     std::printf("  ]\n");
   } else {
     std::printf(
@@ -328,7 +328,8 @@ int run_bench(const BenchOptions& o) {
     }
     if (o.json) {
       std::printf("  \"workloads\": [\n");
-      for (std::size_t i = 0; i < json.size(); ++i) std::printf("    %s%s\n", json[i].c_str(), i + 1 < json.size() ? "," : "");
+      for (std::size_t i = 0; i < json.size(); ++i)
+        std::printf("    %s%s\n", json[i].c_str(), i + 1 < json.size() ? "," : "");
       std::printf("  ]\n}\n");
     }
     return ok ? 0 : 1;

@@ -215,6 +215,24 @@ std::vector<double> load_average() {
   return l;
 }
 
+std::string json_string(const std::string& s) {
+  std::string out = "\"";
+  for (const char ch : s) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char esc[8];
+      std::snprintf(esc, sizeof esc, "\\u%04x", c);
+      out += esc;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
 std::string variants_json(const std::vector<std::pair<ProbeVariant, double>>& ranked, double bytes) {
   std::string s = "{";
   char buf[96];

@@ -77,11 +77,14 @@ void run_probes(const std::vector<const ProbeSet*>& sets, int threads, ProbeVari
 
 /// The variants that apply to the sets, each timed `rounds` times in turn (after one warm-up pass); returns
 /// them with their fastest times, fastest first.
-std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets,
-                                                                 int threads, int rounds = 2);
+std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets, int threads,
+                                                                 int rounds = 2);
 
 /// Load averages (1, 5, 15 minutes) from /proc/loadavg; zeros where unavailable.
 std::vector<double> load_average();
+
+/// `s` as a JSON string literal, quotes included (error messages may hold quotes, backslashes, newlines).
+std::string json_string(const std::string& s);
 
 /// "name": value pairs of the ranked probe variants as GB/s for `bytes`, for JSON.
 std::string variants_json(const std::vector<std::pair<ProbeVariant, double>>& ranked, double bytes);

@@ -149,11 +149,11 @@ std::string row_json(const Row& r) {
                 "\"what\": \"%s\", \"threads\": %d, \"calls\": %d, \"median_s\": %.9g, \"min_s\": %.9g, "
                 "\"max_s\": %.9g, \"bytes\": %.0f, \"gbps\": %.4g, \"probe_gbps\": %.4g, \"probe_min_gbps\": %.4g, "
                 "\"probe_max_gbps\": %.4g, \"probe_variant\": \"%s\", \"ratio\": %.4g, \"vs_one_call\": %.4g, "
-                "\"error\": \"%s\"}",
+                "\"error\": ",
                 r.workload.c_str(), r.dtype.c_str(), r.layout.c_str(), r.format.c_str(), r.api.c_str(), r.what.c_str(),
                 r.threads, r.calls, r.t.median, r.t.min, r.t.max, r.bytes, r.gbps(), r.probe_gbps, r.probe_lo,
-                r.probe_hi, r.probe_variant.c_str(), r.gbps() / r.probe_gbps, r.vs_one, r.error.c_str());
-  return buf;
+                r.probe_hi, r.probe_variant.c_str(), r.gbps() / r.probe_gbps, r.vs_one);
+  return std::string(buf) + json_string(r.error) + "}";
 }
 
 struct ProbeStats {
