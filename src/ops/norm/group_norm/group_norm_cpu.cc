@@ -61,10 +61,12 @@ ChannelConsts Consts(double mean, double rstd, double gamma, double beta) {
   return k;
 }
 
-// out = (x - mean_hi) * a + b: the same operations in every form below.
+// out = (x - mean_hi) * a + b: the same operations in every form below (the add through AccAdd, the same bits on
+// the FMA pipes where that balances the pipes; `one` from AccOne).
 template <class DF>
-HWY_INLINE hn::Vec<DF> Normalize(DF /*df*/, hn::Vec<DF> v, hn::Vec<DF> mh, hn::Vec<DF> a, hn::Vec<DF> b) {
-  return hn::Add(hn::Mul(hn::Sub(v, mh), a), b);
+HWY_INLINE hn::Vec<DF> Normalize(DF /*df*/, hn::Vec<DF> v, hn::Vec<DF> mh, hn::Vec<DF> a, hn::Vec<DF> b,
+                                 hn::Vec<DF> one) {
+  return AccAdd(b, hn::Mul(hn::Sub(v, mh), a), one);
 }
 
 // One contiguous row (a channel of the row-major layout) with the channel's constants. `stream`: non-temporal
@@ -73,17 +75,17 @@ template <typename T>
 void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const ChannelConsts& k, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
-  const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b);
+  const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b), one = AccOne(df);
   auto partial = [&](size_t i, size_t r)
-                     HWY_ATTR { StoreF32N(df, Normalize(df, LoadF32N(df, x + i, r), mh, a, b), out + i, r); };
+                     HWY_ATTR { StoreF32N(df, Normalize(df, LoadF32N(df, x + i, r), mh, a, b, one), out + i, r); };
   size_t i = 0;
   if (stream) {
     const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
-    for (; i + N <= n; i += N) StreamF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b), out + i);
+    for (; i + N <= n; i += N) StreamF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b, one), out + i);
   } else {
-    for (; i + N <= n; i += N) StoreF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b), out + i);
+    for (; i + N <= n; i += N) StoreF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b, one), out + i);
   }
   if (i < n) partial(i, n - i);
 }
@@ -95,26 +97,28 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
                       const float* b, bool stream) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
+  const auto one = AccOne(df);
   // One column with the vectors' float32 operations (a tail buffer per array would cost more than the row's
   // arithmetic on chunks of a few dozen channels).
-  auto one = [&](size_t c) { FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c); };
+  auto column = [&](size_t c) { FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c); };
   size_t c = 0;
   if (stream) {
     const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
-    for (; c < head; ++c) one(c);
+    for (; c < head; ++c) column(c);
     for (; c + N <= cols; c += N) {
-      StreamF32(df,
-                Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c)),
-                out + c);
+      StreamF32(
+          df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c), one),
+          out + c);
     }
   } else {
     for (; c + N <= cols; c += N) {
-      StoreF32(df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c)),
-               out + c);
+      StoreF32(
+          df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c), one),
+          out + c);
     }
   }
-  for (; c < cols; ++c) one(c);
+  for (; c < cols; ++c) column(c);
 }
 
 // A group's sum from its channels' sums, channels in order.
@@ -162,7 +166,7 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
   const ShiftedTerms terms{ToDouble(x)};
   for (int64_t c = 0; c < cpg; ++c) {
     double o[2];
-    CanonRowSums<2>(x + c * hw, x + c * hw, hw, terms, terms, o);
+    CanonRowSums<2, true>(x + c * hw, x + c * hw, hw, terms, terms, o);
     s1[c] = o[0];
     s2[c] = o[1];
   }
@@ -223,7 +227,7 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
     *s0 = dv;
     *s1v = dv * dv;
   };
-  CanonColumnSums<2>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2);
+  CanonColumnSums<2, true>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2);
   bool all_ok = true;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
