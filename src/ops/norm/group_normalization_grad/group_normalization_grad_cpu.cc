@@ -35,6 +35,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "src/core/fp_pipes-inl.h"
 #include "src/core/simd_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -120,7 +121,7 @@ using GnVD = hn::Vec<GnDD>;
 #define NNOPS_GN_ADD(J, p, vx)                          \
   do {                                                  \
     b##J = hn::MulAdd((p), hn::Sub((vx), vmean), b##J); \
-    a##J = hn::Add(a##J, (p));                          \
+    a##J = AccAdd(a##J, (p), acc_one);                  \
   } while (0)
 // Runs STEP(J) for J = 0 .. K-1 (J a literal, K a constant expression in scope).
 #define NNOPS_GN_FOR_K(STEP) \
@@ -153,7 +154,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
   const GnDD dd;
   const GnDH dh;
   const GnDF df;
-  const GnVD vmean = hn::Set(dd, mean);
+  const GnVD vmean = hn::Set(dd, mean), acc_one = AccOne(dd);
   GnVD a0 = hn::Zero(dd), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
   GnVD b0 = a0, b1 = a0, b2 = a0, b3 = a0, b4 = a0, b5 = a0, b6 = a0, b7 = a0;
   // Elements per step: 32 with 8 lanes (two passes over the K = 2 accumulators, in element order; path 2:
