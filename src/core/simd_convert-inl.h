@@ -15,6 +15,7 @@
 #endif
 
 #include <cstring>
+#include <limits>
 
 #include "hwy/highway.h"
 
@@ -186,7 +187,38 @@ template <class D16, class VU>
 HWY_INLINE hn::Vec<D16> Bf16JoinHigh(D16 d16, VU odd, VU even) {
   return hn::OddEven(hn::BitCast(d16, odd), hn::BitCast(d16, hn::ShiftRight<16>(even)));
 }
+
+// out[k] = f(x[k], y[k]) for k in [i, n), in whole bfloat16 vectors (2 Lanes(df) elements each), as even/odd
+// pairs: one integer operation widens each float vector and one blend joins the results, instead of a widening,
+// a shift and a narrowing per vector. Returns where it stopped; the caller finishes the tail. f takes and
+// returns float vectors and must be elementwise. Rounds without the NaN fix-up (Bf16RoundedBitsShortNaN), so
+// every NaN that f returns must have zero low 16 bits (NaNs widened from bfloat16, the default NaN, NaN
+// constants made canonical). `stream`: non-temporal stores, out aligned to kStreamAlign at i.
+template <class DF, class F>
+HWY_INLINE size_t Bf16PairMap(DF df, const hwy::bfloat16_t* x, const hwy::bfloat16_t* y, hwy::bfloat16_t* out, size_t i,
+                              size_t n, bool stream, const F& f) {
+  const hn::RebindToUnsigned<DF> du;
+  const hn::Repartition<uint16_t, DF> du16;
+  const size_t N16 = hn::Lanes(du16);
+  auto pair = [&](size_t k) HWY_ATTR {
+    const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + k)));
+    const auto uy = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(y + k)));
+    const auto even = Bf16RoundedBitsShortNaN(df, f(Bf16Even(du, ux), Bf16Even(du, uy)));
+    const auto odd = Bf16RoundedBitsShortNaN(df, f(Bf16Odd(du, ux), Bf16Odd(du, uy)));
+    return Bf16JoinHigh(du16, odd, even);
+  };
+  uint16_t* o = reinterpret_cast<uint16_t*>(out);
+  if (stream && HWY_TARGET != HWY_EMU128) {
+    for (; i + N16 <= n; i += N16) hn::Stream(pair(i), du16, o + i);
+  } else {
+    for (; i + N16 <= n; i += N16) hn::StoreU(pair(i), du16, o + i);
+  }
+  return i;
+}
 #endif
+
+// A NaN float32 constant as the canonical quiet NaN (zero low 16 bits: see Bf16PairMap); others unchanged.
+HWY_INLINE float CanonicalNaN(float f) { return f != f ? std::numeric_limits<float>::quiet_NaN() : f; }
 
 // ---- partial vectors (tails) -----------------------------------------------------------------------
 // Copy through a zero-filled buffer so that no access goes past the caller's range; padding lanes read

@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "src/core/check.hpp"
 #include "src/core/layout.hpp"
@@ -58,6 +59,10 @@ ChannelConsts Consts(double mean, double rstd, double gamma, double beta) {
   k.mean_hi = static_cast<float>(mean);
   k.a = static_cast<float>(rstd * gamma);
   k.b = static_cast<float>(beta - (mean - static_cast<double>(k.mean_hi)) * static_cast<double>(k.a));
+  // NaN constants as the canonical NaN, for Bf16PairMap's rounding (a NaN's payload is left open).
+  k.mean_hi = CanonicalNaN(k.mean_hi);
+  k.a = CanonicalNaN(k.a);
+  k.b = CanonicalNaN(k.b);
   return k;
 }
 
@@ -83,6 +88,15 @@ void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const 
     const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
+  }
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    // NaNs here come from bfloat16 x, the default NaN, or the constants, whose NaNs Consts made canonical.
+    i = Bf16PairMap(df, x, x, out, i, n, stream,
+                    [&](auto v, auto) HWY_ATTR { return Normalize(df, v, mh, a, b, one); });
+  }
+#endif
+  if (stream) {
     for (; i + N <= n; i += N) StreamF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b, one), out + i);
   } else {
     for (; i + N <= n; i += N) StoreF32(df, Normalize(df, LoadF32(df, x + i), mh, a, b, one), out + i);

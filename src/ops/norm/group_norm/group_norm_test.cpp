@@ -175,6 +175,43 @@ TEST(GroupNorm, ChannelsLastTargetsAndThreadsGiveTheSameBitsWhereOrderMatters) {
   }
 }
 
+TEST(GroupNorm, NaNsPropagateWhereTheReferenceHasThem) {
+  // A NaN in x makes its group NaN; a NaN gamma or beta its channel. gamma and beta in float32 carry NaNs whose low
+  // 16 payload bits are all ones, which a bfloat16 rounding without its NaN fix-up would carry into the sign (the
+  // kernels make NaN constants canonical first). Rows of 64 so that whole vectors of every width run.
+  const uint32_t payloads[] = {0x7FFFFFFFu, 0xFFBFFFFFu};
+  for (DType t : kDTypes) {
+    for (bool cl : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major"));
+      ops::Problem p = problem(t, {2, 8, 64}, 4, 30, false);
+      p.t[gn::kGamma] = HostBuffer(DType::kFloat32, {8});
+      p.t[gn::kBeta] = HostBuffer(DType::kFloat32, {8});
+      for (int64_t c = 0; c < 8; ++c) {
+        p.t[gn::kGamma].set(c, 0.5 + 0.25 * static_cast<double>(c));
+        p.t[gn::kBeta].set(c, 0.125 * static_cast<double>(c) - 0.5);
+      }
+      std::memcpy(static_cast<uint32_t*>(p.t[gn::kGamma].data()) + 2, &payloads[0], 4);  // group 1
+      std::memcpy(static_cast<uint32_t*>(p.t[gn::kBeta].data()) + 7, &payloads[1], 4);   // group 3
+      p.t[gn::kX].set(5 * 64 + 17, std::numeric_limits<double>::quiet_NaN());            // sample 0, group 2
+      const ops::Problem before = p.clone();
+      if (!cl) {
+        expect_matches_reference(before);
+      } else {
+        testing::for_each_isa([&](const std::string&) {
+          const ops::Problem got = run_channels_last(before, 2);
+          EXPECT_TRUE(gn::verify(before, got, 1).pass());
+        });
+      }
+      ops::Problem q = before.clone();
+      ASSERT_TRUE(call(q, 1));
+      int64_t nans = 0;
+      for (int64_t i = 0; i < q.t[gn::kOut].numel(); ++i) nans += std::isnan(q.t[gn::kOut].get(i)) ? 1 : 0;
+      // Channel 2 (gamma) and channel 7 (beta) in both samples, and sample 0's group 2 (channels 4, 5): 3 x 128.
+      EXPECT_EQ(nans, 3 * 2 * 64);
+    }
+  }
+}
+
 TEST(GroupNorm, AbsentGammaAndBetaAreOneAndZero) {
   for (DType t : kDTypes) {
     ops::Problem with = problem(t, {2, 12, 5, 3}, 4, 11, true);
