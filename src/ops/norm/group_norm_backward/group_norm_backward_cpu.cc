@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "src/core/check.hpp"
 #include "src/core/layout.hpp"
@@ -72,6 +73,10 @@ GroupConsts Consts(double mean, double rstd, double a, double b, double m) {
   k.k3 = static_cast<float>(rstd * rstd * rstd * b / m);
   k.k2 = static_cast<float>(rstd * a / m - static_cast<double>(k.k3) * (mean - static_cast<double>(k.mean_hi)));
   k.rstd = rstd;
+  // NaN constants as the canonical NaN, for Bf16PairMap's rounding (a NaN's payload is left open).
+  k.mean_hi = CanonicalNaN(k.mean_hi);
+  k.k2 = CanonicalNaN(k.k2);
+  k.k3 = CanonicalNaN(k.k3);
   return k;
 }
 
@@ -92,7 +97,8 @@ void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupCon
   // after a peel to their alignment.
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
-  const auto mh = hn::Set(df, g.mean_hi), vk1 = hn::Set(df, k1), k2 = hn::Set(df, g.k2), k3 = hn::Set(df, g.k3);
+  const auto mh = hn::Set(df, g.mean_hi), vk1 = hn::Set(df, CanonicalNaN(k1)), k2 = hn::Set(df, g.k2),
+             k3 = hn::Set(df, g.k3);
   const auto one = AccOne(df);
   auto partial = [&](size_t i, size_t r) HWY_ATTR {
     StoreF32N(df, Dx(LoadF32N(df, dy + i, r), LoadF32N(df, x + i, r), mh, vk1, k2, k3, one), dx + i, r);
@@ -102,6 +108,15 @@ void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupCon
     const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
+  }
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    // NaNs here come from bfloat16 dy and x, the default NaN, or the constants, made canonical (Consts, above).
+    i = Bf16PairMap(df, dy, x, dx, i, n, stream,
+                    [&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, k2, k3, one); });
+  }
+#endif
+  if (stream) {
     for (; i + N <= n; i += N) StreamF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, vk1, k2, k3, one), dx + i);
   } else {
     for (; i + N <= n; i += N) StoreF32(df, Dx(LoadF32(df, dy + i), LoadF32(df, x + i), mh, vk1, k2, k3, one), dx + i);

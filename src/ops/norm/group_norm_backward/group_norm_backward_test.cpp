@@ -182,6 +182,38 @@ TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
 // Every schedule the plan could pick gives the same bits, in place too: threads 1-3, dx streamed one element past
 // a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups and of
 // whole rows, streamed.
+TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
+  // A NaN gamma makes its group's dx NaN (through a = sum gamma * sum dy), a NaN rstd its (n, g). Both in float32
+  // with all-ones low payload bits, which a bfloat16 rounding without its NaN fix-up would carry into the sign
+  // (the kernels make NaN constants canonical first). Rows of 64 so that whole vectors of every width run.
+  const uint32_t payloads[] = {0x7FFFFFFFu, 0xFFBFFFFFu};
+  for (DType t : kDTypes) {
+    for (bool cl : {false, true}) {
+      SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major"));
+      ops::Problem p = problem(t, {2, 8, 64}, 4, 31, false);
+      p.t[gn_bwd::kGamma] = HostBuffer(DType::kFloat32, {8});
+      for (int64_t c = 0; c < 8; ++c) p.t[gn_bwd::kGamma].set(c, 0.5 + 0.25 * static_cast<double>(c));
+      std::memcpy(static_cast<uint32_t*>(p.t[gn_bwd::kGamma].data()) + 2, &payloads[0], 4);  // group 1
+      ASSERT_EQ(p.t[gn_bwd::kRstd].dtype(), DType::kFloat32);
+      std::memcpy(static_cast<uint32_t*>(p.t[gn_bwd::kRstd].data()) + 4 + 3, &payloads[1], 4);  // sample 1, group 3
+      const ops::Problem before = p.clone();
+      if (!cl) {
+        expect_matches_reference(before);
+      } else {
+        testing::for_each_isa([&](const std::string&) {
+          EXPECT_TRUE(desc().verify(before, run_channels_last(before, 2, false), 1).pass());
+        });
+      }
+      ops::Problem q = before.clone();
+      ASSERT_TRUE(call(q, 1));
+      int64_t nans = 0;
+      for (int64_t i = 0; i < q.t[gn_bwd::kDx].numel(); ++i) nans += std::isnan(q.t[gn_bwd::kDx].get(i)) ? 1 : 0;
+      // Group 1 (channels 2, 3) in both samples and sample 1's group 3 (channels 6, 7): 3 x 128.
+      EXPECT_EQ(nans, 3 * 2 * 64);
+    }
+  }
+}
+
 TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
   auto round64 = [](uint64_t b) { return (b + 63) / 64 * 64; };
   for (DType t : kDTypes) {
