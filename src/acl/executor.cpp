@@ -9,6 +9,8 @@
 #include "src/acl/error.hpp"
 #include "src/acl/runtime.hpp"
 #include "src/core/layout.hpp"
+#include "src/core/parallel.hpp"
+#include "src/core/parallel.hpp"
 
 namespace nnops::acl {
 namespace {
@@ -176,6 +178,7 @@ aclnnStatus launch(const char* api, void* workspace, uint64_t workspace_size, ac
       if (!r.ok()) return fail(ACLNN_ERR_RUNTIME_ERROR, api, r.message);
       return ACLNN_SUCCESS;
     }
+    detail::release_thread_pool();  // the stream's worker runs the kernel: this thread's pool would slow it
     if (!s->enqueue([launched] { return launched->run(); })) {
       return fail(ACLNN_ERR_RUNTIME_ERROR, api, "the stream was destroyed while the task was being launched");
     }

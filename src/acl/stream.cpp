@@ -4,6 +4,8 @@
 #include <exception>
 #include <utility>
 
+#include "src/core/parallel.hpp"
+
 namespace nnops::acl {
 namespace {
 
@@ -15,6 +17,11 @@ namespace {
 // call), the host and the worker then trading the queue's cache lines task by task. The poll yields the core
 // on every turn, so a runnable kernel thread goes first.
 constexpr auto kPoll = std::chrono::microseconds(50);
+
+// How long the worker waits for the next task before it releases its OpenMP pool: longer than the gaps between
+// the launches of one step (a few microseconds), short against the pool's restart (~40 us) repaid by whoever
+// runs parallel regions meanwhile.
+constexpr auto kIdleRelease = std::chrono::milliseconds(2);
 
 template <class Done>
 void poll_until(const Done& done) {
@@ -77,7 +84,14 @@ void Stream::worker_loop() {
     Task task;
     {
       std::unique_lock<std::mutex> lock(mu_);
-      work_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      const auto ready = [&] { return stopping_ || !queue_.empty(); };
+      if (!work_cv_.wait_for(lock, kIdleRelease, ready)) {
+        // Idle: its OpenMP pool would slow every other thread's parallel regions (detail::release_thread_pool).
+        lock.unlock();
+        detail::release_thread_pool();
+        lock.lock();
+        work_cv_.wait(lock, ready);
+      }
       if (queue_.empty()) return;  // stopping, and every task has run
       task = std::move(queue_.front());
       queue_.pop_front();

@@ -19,6 +19,7 @@
 #include "nnops/ops/inplace_apply_power_sign.hpp"
 #include "src/acl/device_memory.hpp"
 #include "src/acl/runtime.hpp"
+#include "src/core/parallel.hpp"
 #include "tests/acl/acl_test_util.hpp"
 #include "tests/test_util.hpp"
 
@@ -100,6 +101,61 @@ TEST_F(AclStream, OptimizerStepsOnOneStreamMatchSequentialCppCalls) {
   }
   EXPECT_EQ(dvar.read(), host_bytes(var));
   EXPECT_EQ(dm.read(), host_bytes(m));
+  EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
+}
+
+TEST_F(AclStream, OnlyThePoolDoingTheWorkStaysAlive) {
+  // detail::release_thread_pool: a launch onto a stream releases the launching thread's OpenMP pool, and the
+  // worker releases its own once idle (both come back with the next parallel region).
+  std::atomic<int> ran{0};
+  detail::parallel_region(2, [&](int, int) { ran++; });
+  ASSERT_TRUE(detail::t_owns_thread_pool);
+  aclrtStream s = nullptr;
+  ASSERT_EQ(aclrtCreateStream(&s), ACL_SUCCESS);
+  const DType t = DType::kFloat32;
+  const std::vector<int64_t> shape = {1 << 17};  // above the thread grain: 2 threads where there are 2 cores
+  HostBuffer var(t, shape), m(t, shape), g(t, shape), lr(t, {1}), lb(t, {1}), sd(t, {1}), beta(t, {1});
+  std::mt19937_64 rng(6);
+  testing::fill_random(var, rng);
+  testing::fill_random(m, rng);
+  testing::fill_random(g, rng);
+  lr.set(0, 0.05), lb.set(0, 0.7), sd.set(0, 0.9), beta.set(0, 0.6);
+  DevTensor dvar(var), dm(m), dg(g), dlr(lr), dlb(lb), dsd(sd), dbeta(beta);
+  uint64_t ws = 0;
+  aclOpExecutor* e = nullptr;
+  ASSERT_EQ(aclnnInplaceApplyPowerSignGetWorkspaceSize(dvar, dm, dlr, dlb, dsd, dbeta, dg, false, &ws, &e),
+            ACLNN_SUCCESS);
+  ASSERT_EQ(aclnnInplaceApplyPowerSign(nullptr, 0, e, s), ACLNN_SUCCESS);
+  EXPECT_FALSE(detail::t_owns_thread_pool);  // released by the launch
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS) << recent_error();
+  ASSERT_TRUE(inplace_apply_power_sign(var.view(), m.view(), lr.view(), lb.view(), sd.view(), beta.view(), g.view()));
+  EXPECT_EQ(dvar.read(), host_bytes(var));
+  EXPECT_EQ(dm.read(), host_bytes(m));
+  // The worker: owns a pool right after a 2-thread region, not after it has been idle for a while.
+  bool after_region = false, after_idle = true;
+  ASSERT_TRUE(acl::testing::enqueue(s, [&] {
+    detail::parallel_region(2, [](int, int) {});
+    after_region = detail::t_owns_thread_pool;
+    return acl::TaskError{};
+  }));
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  std::this_thread::sleep_for(50ms);
+  ASSERT_TRUE(acl::testing::enqueue(s, [&] {
+    after_idle = detail::t_owns_thread_pool;
+    return acl::TaskError{};
+  }));
+  ASSERT_EQ(aclrtSynchronizeStream(s), ACL_SUCCESS);
+  EXPECT_TRUE(after_region);
+  EXPECT_FALSE(after_idle);
+  // This thread's next region starts a pool again and gets its threads.
+  ran = 0;
+  int granted = 0;
+  detail::parallel_region(2, [&](int tid, int nt) {
+    ran++;
+    if (tid == 0) granted = nt;
+  });
+  EXPECT_EQ(ran.load(), granted);
+  EXPECT_TRUE(detail::t_owns_thread_pool);
   EXPECT_EQ(aclrtDestroyStream(s), ACL_SUCCESS);
 }
 
