@@ -291,8 +291,12 @@ Status to_view(const char* name, const aclTensor* t, TensorView* out) {
     }
   }
   if (t->offset < 0) return invalid(name, "has offset " + std::to_string(t->offset) + "; expected >= 0");
-  const std::string where =
-      "(shape " + list(t->view_dims) + ", strides " + list(t->strides) + ", offset " + std::to_string(t->offset) + ")";
+  // Built only for a message (formatted on every call it was half of phase one: PowerSign's seven tensors took
+  // 2.7 us, now 1.5).
+  const auto where = [t] {
+    return "(shape " + list(t->view_dims) + ", strides " + list(t->strides) + ", offset " + std::to_string(t->offset) +
+           ")";
+  };
   if (numel > 0) {
     int64_t lo = t->offset, hi = t->offset;
     bool overflow = false;
@@ -301,9 +305,9 @@ Status to_view(const char* name, const aclTensor* t, TensorView* out) {
       overflow = __builtin_mul_overflow(t->view_dims[i] - 1, t->strides[i], &reach) ||
                  __builtin_add_overflow(reach < 0 ? lo : hi, reach, reach < 0 ? &lo : &hi);
     }
-    if (overflow) return invalid(name, where + " addresses elements beyond the int64 range");
+    if (overflow) return invalid(name, where() + " addresses elements beyond the int64 range");
     if (lo < 0 || hi >= storage) {
-      return invalid(name, where + " reaches elements " + std::to_string(lo) + " to " + std::to_string(hi) +
+      return invalid(name, where() + " reaches elements " + std::to_string(lo) + " to " + std::to_string(hi) +
                                " of a storage of " + std::to_string(storage) + " elements (storage shape " +
                                list(t->storage_dims) + ")");
     }
@@ -314,7 +318,7 @@ Status to_view(const char* name, const aclTensor* t, TensorView* out) {
     uint64_t skip = 0;
     const uintptr_t base = reinterpret_cast<uintptr_t>(t->data);
     if (__builtin_mul_overflow(static_cast<uint64_t>(t->offset), dtype_size(dt), &skip) || base > UINTPTR_MAX - skip) {
-      return invalid(name, where + " starts past the end of the address space");
+      return invalid(name, where() + " starts past the end of the address space");
     }
     data = reinterpret_cast<void*>(base + skip);
     // NB (issue 6): storageDims are only the caller's claim. When tensorData lies in an aclrtMalloc block,
