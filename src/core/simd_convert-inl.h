@@ -16,6 +16,7 @@
 
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "hwy/highway.h"
 
@@ -188,23 +189,25 @@ HWY_INLINE hn::Vec<D16> Bf16JoinHigh(D16 d16, VU odd, VU even) {
   return hn::OddEven(hn::BitCast(d16, odd), hn::BitCast(d16, hn::ShiftRight<16>(even)));
 }
 
-// out[k] = f(x[k], y[k]) for k in [i, n), in whole bfloat16 vectors (2 Lanes(df) elements each), as even/odd
-// pairs: one integer operation widens each float vector and one blend joins the results, instead of a widening,
-// a shift and a narrowing per vector. Returns where it stopped; the caller finishes the tail. f takes and
-// returns float vectors and must be elementwise. Rounds without the NaN fix-up (Bf16RoundedBitsShortNaN), so
-// every NaN that f returns must have zero low 16 bits (NaNs widened from bfloat16, the default NaN, NaN
-// constants made canonical). `stream`: non-temporal stores, out aligned to kStreamAlign at i.
-template <class DF, class F>
-HWY_INLINE size_t Bf16PairMap(DF df, const hwy::bfloat16_t* x, const hwy::bfloat16_t* y, hwy::bfloat16_t* out, size_t i,
-                              size_t n, bool stream, const F& f) {
+// out[k] = f(in0[k], in1[k], ...) for k in [i, n), in whole bfloat16 vectors (2 Lanes(df) elements each), as
+// even/odd pairs: one integer operation widens each float vector and one blend joins the results, instead of a
+// widening, a shift and a narrowing per vector. Returns where it stopped; the caller finishes the tail. f takes
+// one float vector per input and returns one, and must be elementwise; every input is read before out is
+// written, so out may be one of them. Rounds without the NaN fix-up (Bf16RoundedBitsShortNaN), so every NaN that
+// f returns must have zero low 16 bits (NaNs widened from bfloat16, the default NaN, NaN constants made
+// canonical). `stream`: non-temporal stores, out aligned to kStreamAlign at i.
+template <class DF, class F, class... In>
+HWY_INLINE size_t Bf16PairMap(DF df, hwy::bfloat16_t* out, size_t i, size_t n, bool stream, const F& f,
+                              const In*... in) {
+  static_assert((std::is_same_v<In, hwy::bfloat16_t> && ...), "bfloat16 inputs");
   const hn::RebindToUnsigned<DF> du;
   const hn::Repartition<uint16_t, DF> du16;
   const size_t N16 = hn::Lanes(du16);
+  auto bits = [&](const hwy::bfloat16_t* p)
+                  HWY_ATTR { return hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p))); };
   auto pair = [&](size_t k) HWY_ATTR {
-    const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + k)));
-    const auto uy = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(y + k)));
-    const auto even = Bf16RoundedBitsShortNaN(df, f(Bf16Even(du, ux), Bf16Even(du, uy)));
-    const auto odd = Bf16RoundedBitsShortNaN(df, f(Bf16Odd(du, ux), Bf16Odd(du, uy)));
+    const auto even = Bf16RoundedBitsShortNaN(df, f(Bf16Even(du, bits(in + k))...));
+    const auto odd = Bf16RoundedBitsShortNaN(df, f(Bf16Odd(du, bits(in + k))...));
     return Bf16JoinHigh(du16, odd, even);
   };
   uint16_t* o = reinterpret_cast<uint16_t*>(out);

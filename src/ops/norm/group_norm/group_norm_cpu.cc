@@ -92,8 +92,8 @@ void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const 
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     // NaNs here come from bfloat16 x, the default NaN, or the constants, whose NaNs Consts made canonical.
-    i = Bf16PairMap(df, x, x, out, i, n, stream,
-                    [&](auto v, auto) HWY_ATTR { return Normalize(df, v, mh, a, b, one); });
+    i = Bf16PairMap(
+        df, out, i, n, stream, [&](auto v) HWY_ATTR { return Normalize(df, v, mh, a, b, one); }, x);
   }
 #endif
   // Two vectors per iteration (a third of the loop's instructions were its control).

@@ -112,8 +112,8 @@ void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupCon
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     // NaNs here come from bfloat16 dy and x, the default NaN, or the constants, made canonical (Consts, above).
-    i = Bf16PairMap(df, dy, x, dx, i, n, stream,
-                    [&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, k2, k3, one); });
+    i = Bf16PairMap(
+        df, dx, i, n, stream, [&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, k2, k3, one); }, dy, x);
   }
 #endif
   // Two vectors per iteration (fewer loop-control instructions); each is read before it is written (in place).

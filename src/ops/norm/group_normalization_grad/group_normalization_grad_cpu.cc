@@ -373,30 +373,10 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
   }
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    // Two float vectors per bfloat16 vector: even elements from the low halves of uint32 pairs, odd ones
-    // from the high halves, and back with one blend. Same arithmetic and rounding per element as f().
-    const hn::RebindToUnsigned<decltype(df)> du;
-    const hn::Repartition<uint16_t, decltype(df)> du16;
-    const size_t N16 = hn::Lanes(du16);
     // Every NaN here has zero low 16 bits (bfloat16 inputs, the default NaN, and the four constants, whose NaNs
-    // are made canonical above), so the rounding needs no NaN fix-up (Bf16RoundedBitsShortNaN).
-    auto g = [&](hn::Vec<decltype(df)> vx, hn::Vec<decltype(df)> vdy, hn::Vec<decltype(df)> vg) {
-      return Bf16RoundedBitsShortNaN(df, core(vx, vdy, vg));
-    };
-    auto f2 = [&](size_t k) {
-      const auto ux = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(x + k)));
-      const auto udy = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(dy + k)));
-      const auto ug = hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(gamma + k)));
-      const auto even = g(Bf16Even(du, ux), Bf16Even(du, udy), Bf16Even(du, ug));
-      const auto odd = g(Bf16Odd(du, ux), Bf16Odd(du, udy), Bf16Odd(du, ug));
-      return Bf16JoinHigh(du16, odd, even);
-    };
-    uint16_t* out = reinterpret_cast<uint16_t*>(dx);
-    if (stream && HWY_TARGET != HWY_EMU128) {
-      for (; i + N16 <= n; i += N16) hn::Stream(f2(i), du16, out + i);
-    } else {
-      for (; i + N16 <= n; i += N16) hn::StoreU(f2(i), du16, out + i);
-    }
+    // are made canonical above), so Bf16PairMap's rounding needs no NaN fix-up. Same arithmetic and rounding per
+    // element as f().
+    i = Bf16PairMap(df, dx, i, n, stream, core, x, dy, gamma);
   }
 #endif
   // Two vectors per iteration (halves the loop overhead).
