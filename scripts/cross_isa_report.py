@@ -13,8 +13,8 @@ exits 1 if a promise is broken:
   - InplaceApplyPowerSign float32 runs the float64 path everywhere: one NaN-agnostic class.
   - InplaceApplyPowerSign float16/bfloat16: every target with fused multiply-add runs the same per-lane
     float32 path, every other target the float64 path: one NaN-agnostic class each.
-  - GroupNorm and GroupNormBackward use no fused multiply-add and canonical 16-lane float64 sums: one
-    NaN-agnostic class on every target and vector length.
+  - GroupNorm and GroupNormBackward use no fused multiply-add (but fma(t, 1, acc), exactly an add) and
+    canonical 16-lane float64 sums: one NaN-agnostic class on every target and vector length.
   - GroupNormalizationGrad sums its blocks in 16 float64 lanes fixed by the element index (any vector width)
     and uses fused multiply-add in pass 2 where the target has it: one NaN-agnostic class among the targets
     with FMA, one among the others.

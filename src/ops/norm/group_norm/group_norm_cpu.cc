@@ -4,7 +4,7 @@
 // (x - K)^2 for a shift K, whose sums over the group's channels in channel order give mean and variance (see
 // gn::one_pass_moments: certified, with a classical second pass over (x - mean)^2 where it is not); then
 // out = (x - mean_hi) * a_c + b_c in float32 (see ChannelConsts). Everything is float64 up to the constants; no
-// fused multiply-add anywhere, so every target computes the same operations.
+// fused multiply-add but fma(t, 1, acc) (= t + acc exactly; AccAdd), so every target computes the same operations.
 //
 // NB: why the results are the same bits in every layout, on every target and for any thread count. The
 // per-channel sums are canonical: the row-major kernel sums a channel's contiguous HxW elements with

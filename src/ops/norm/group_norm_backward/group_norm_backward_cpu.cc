@@ -12,7 +12,8 @@
 // NB: as in GroupNorm, the row-major kernel (CanonRowSums over a channel's HxW elements) and the channels-last
 // kernel (CanonColumnSums over the rows of a chunk of whole groups) produce identical per-(n, c) sums, every
 // later step is in index order or elementwise, and a thread owns whole groups: the results are the same bits
-// in both layouts, on every target and for every thread count. No fused multiply-add anywhere.
+// in both layouts, on every target and for every thread count. No fused multiply-add but fma(t, +-1, acc) (= acc +- t
+// exactly; AccAdd, AccSub).
 
 #include <algorithm>
 #include <cmath>
