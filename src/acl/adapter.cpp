@@ -42,6 +42,7 @@ aclnnStatus phase_one(const char* phase1, const char* phase2, ops::PrepareFn pre
     e->api = phase2;
     e->phase_one = phase1;
     // Only the tensors the kernel touches are pinned (e.g. PowerSign's scalars were read by prepare).
+    e->operands.reserve(p.touched.size());
     for (int k : p.touched) {
       if (Status s = add_operand(tensors.begin()[k].name, views[k], &e->operands); !s) return fail_status(phase1, s);
     }

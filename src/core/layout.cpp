@@ -288,6 +288,7 @@ void scatter_dense(const void* src, const TensorView& dst, int threads) {
 }
 
 int PackPlan::add(const TensorView& v, bool take_as_is, bool read, bool write) {
+  if (entries_.empty()) entries_.reserve(8);  // one allocation for an operator's tensors (was one per doubling)
   Entry e;
   e.view = v;
   e.read = read;
