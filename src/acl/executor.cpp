@@ -10,7 +10,6 @@
 #include "src/acl/runtime.hpp"
 #include "src/core/layout.hpp"
 #include "src/core/parallel.hpp"
-#include "src/core/parallel.hpp"
 
 namespace nnops::acl {
 namespace {

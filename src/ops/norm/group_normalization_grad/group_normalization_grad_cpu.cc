@@ -22,7 +22,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #include <utility>
 
@@ -345,11 +344,10 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   // A NaN constant becomes the canonical quiet NaN (its low 16 bits zero; see the bfloat16 loop).
-  auto canonical = [](float f) { return f != f ? std::numeric_limits<float>::quiet_NaN() : f; };
-  mean = canonical(mean);
-  rstd = canonical(rstd);
-  k0 = canonical(k0);
-  k1 = canonical(k1);
+  mean = CanonicalNaN(mean);
+  rstd = CanonicalNaN(rstd);
+  k0 = CanonicalNaN(k0);
+  k1 = CanonicalNaN(k1);
   const auto vmean = hn::Set(df, mean), vrstd = hn::Set(df, rstd), vk0 = hn::Set(df, k0), vk1 = hn::Set(df, k1);
   // NB: gamma * ((rstd*dy - k0) + k1*(mean - x)): rstd*dy - k0 is one fused multiply-subtract and
   // k1*(mean - x) + t one fused multiply-add where the target has FMA (elsewhere a multiply and a subtraction
