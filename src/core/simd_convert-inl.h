@@ -169,6 +169,31 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p) {
   }
 }
 
+// out[k..k + N) = f(k) for whole vectors of N = Lanes(df) elements from i, two vectors a step (an elementwise
+// pass is a few operations per vector, and the loop's control was a third of them). Both vectors are computed
+// before either is stored, so out may be an input of f (in place). Returns where it stopped; the caller
+// finishes the tail. `stream`: non-temporal stores, out aligned to kStreamAlign at i.
+template <class DF, typename T, class F>
+HWY_INLINE size_t F32Map(DF df, T* out, size_t i, size_t n, bool stream, const F& f) {
+  const size_t N = hn::Lanes(df);
+  if (stream) {
+    for (; i + 2 * N <= n; i += 2 * N) {
+      const auto v0 = f(i), v1 = f(i + N);
+      StreamF32(df, v0, out + i);
+      StreamF32(df, v1, out + i + N);
+    }
+    for (; i + N <= n; i += N) StreamF32(df, f(i), out + i);
+  } else {
+    for (; i + 2 * N <= n; i += 2 * N) {
+      const auto v0 = f(i), v1 = f(i + N);
+      StoreF32(df, v0, out + i);
+      StoreF32(df, v1, out + i + N);
+    }
+    for (; i + N <= n; i += N) StoreF32(df, f(i), out + i);
+  }
+  return i;
+}
+
 // ---- bfloat16 as uint32 pairs -----------------------------------------------------------------------
 // A full vector of bfloat16 bits viewed as uint32 lanes holds element 2j in the low half of lane j and
 // element 2j + 1 in the high half. Kernels whose arithmetic is elementwise widen the even and the odd

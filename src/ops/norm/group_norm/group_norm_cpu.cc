@@ -96,21 +96,8 @@ void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const 
         df, out, i, n, stream, [&](auto v) HWY_ATTR { return Normalize(df, v, mh, a, b, one); }, x);
   }
 #endif
-  // Two vectors per iteration (a third of the loop's instructions were its control).
-  auto f = [&](size_t k) HWY_ATTR { return Normalize(df, LoadF32(df, x + k), mh, a, b, one); };
-  if (stream) {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      StreamF32(df, f(i), out + i);
-      StreamF32(df, f(i + N), out + i + N);
-    }
-    for (; i + N <= n; i += N) StreamF32(df, f(i), out + i);
-  } else {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      StoreF32(df, f(i), out + i);
-      StoreF32(df, f(i + N), out + i + N);
-    }
-    for (; i + N <= n; i += N) StoreF32(df, f(i), out + i);
-  }
+  i = F32Map(df, out, i, n, stream,
+             [&](size_t k) HWY_ATTR { return Normalize(df, LoadF32(df, x + k), mh, a, b, one); });
   if (i < n) partial(i, n - i);
 }
 

@@ -117,23 +117,9 @@ void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupCon
         df, dx, i, n, stream, [&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, k2, k3, one); }, dy, x);
   }
 #endif
-  // Two vectors per iteration (fewer loop-control instructions); each is read before it is written (in place).
-  auto f = [&](size_t k) HWY_ATTR { return Dx(LoadF32(df, dy + k), LoadF32(df, x + k), mh, vk1, k2, k3, one); };
-  if (stream) {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      const auto v0 = f(i), v1 = f(i + N);
-      StreamF32(df, v0, dx + i);
-      StreamF32(df, v1, dx + i + N);
-    }
-    for (; i + N <= n; i += N) StreamF32(df, f(i), dx + i);
-  } else {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      const auto v0 = f(i), v1 = f(i + N);
-      StoreF32(df, v0, dx + i);
-      StoreF32(df, v1, dx + i + N);
-    }
-    for (; i + N <= n; i += N) StoreF32(df, f(i), dx + i);
-  }
+  // dx may be dy: F32Map reads each vector before it writes it.
+  i = F32Map(df, dx, i, n, stream,
+             [&](size_t k) HWY_ATTR { return Dx(LoadF32(df, dy + k), LoadF32(df, x + k), mh, vk1, k2, k3, one); });
   if (i < n) partial(i, n - i);
 }
 

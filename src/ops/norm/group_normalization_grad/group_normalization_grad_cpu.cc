@@ -377,20 +377,7 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
     i = Bf16PairMap(df, dx, i, n, stream, core, x, dy, gamma);
   }
 #endif
-  // Two vectors per iteration (halves the loop overhead).
-  if (stream) {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      StreamF32(df, f(i), dx + i);
-      StreamF32(df, f(i + N), dx + i + N);
-    }
-    for (; i + N <= n; i += N) StreamF32(df, f(i), dx + i);
-  } else {
-    for (; i + 2 * N <= n; i += 2 * N) {
-      StoreF32(df, f(i), dx + i);
-      StoreF32(df, f(i + N), dx + i + N);
-    }
-    for (; i + N <= n; i += N) StoreF32(df, f(i), dx + i);
-  }
+  i = F32Map(df, dx, i, n, stream, f);
   if (i < n) f_partial(i, n - i);
 }
 
