@@ -107,7 +107,6 @@ template <typename T>
 void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* a,
                       const float* b, bool stream) {
   const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
   const auto one = AccOne(df);
   // One column with the vectors' float32 operations (a tail buffer per array would cost more than the row's
   // arithmetic on chunks of a few dozen channels).
@@ -117,18 +116,10 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
     const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; c < head; ++c) column(c);
-    for (; c + N <= cols; c += N) {
-      StreamF32(
-          df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c), one),
-          out + c);
-    }
-  } else {
-    for (; c + N <= cols; c += N) {
-      StoreF32(
-          df, Normalize(df, LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, a + c), hn::LoadU(df, b + c), one),
-          out + c);
-    }
   }
+  c = F32Map(df, out, c, cols, stream, [&](size_t k) HWY_ATTR {
+    return Normalize(df, LoadF32(df, x + k), hn::LoadU(df, mh + k), hn::LoadU(df, a + k), hn::LoadU(df, b + k), one);
+  });
   for (; c < cols; ++c) column(c);
 }
 

@@ -129,7 +129,6 @@ template <typename T>
 void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
                const float* k2, const float* k3, bool stream) {
   const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
   // One column with the vectors' float32 operations (dx may be dy: read, then write).
   const auto one = AccOne(df);
   auto column = [&](size_t c) {
@@ -145,10 +144,8 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
     const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
     const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; c < head; ++c) column(c);
-    for (; c + N <= cols; c += N) StreamF32(df, vec(c), dx + c);
-  } else {
-    for (; c + N <= cols; c += N) StoreF32(df, vec(c), dx + c);
   }
+  c = F32Map(df, dx, c, cols, stream, vec);  // reads each vector before writing it, as in-place dx needs
   for (; c < cols; ++c) column(c);
 }
 
