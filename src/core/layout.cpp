@@ -5,6 +5,7 @@
 #include <numeric>
 #include <utility>
 
+#include "nnops/dtype.hpp"
 #include "src/core/parallel.hpp"
 
 namespace nnops::detail {
@@ -279,6 +280,54 @@ int64_t element_offset(const TensorView& v, int64_t i) {
     i /= d;
   }
   return off;
+}
+
+namespace {
+// The stride between consecutive elements in row-major index order when it is one for the whole view, else -1.
+int64_t linear_step(const TensorView& v) {
+  int64_t step = -1, span = 1;  // span: elements the dims to the right cover
+  for (int k = v.rank() - 1; k >= 0; --k) {
+    const int64_t d = v.dim(k);
+    if (d == 0) return 0;
+    if (d == 1) continue;
+    if (step < 0) {
+      step = v.stride(k);
+    } else if (v.stride(k) != step * span) {
+      return -1;
+    }
+    span *= d;
+  }
+  return step < 0 ? 0 : step;
+}
+}  // namespace
+
+// f(i, offset of element i) for every element, the offsets a multiply apart where they can be.
+template <class F>
+void for_each_offset(const TensorView& v, const F& f) {
+  const int64_t n = v.numel(), step = linear_step(v);
+  if (step >= 0) {
+    for (int64_t i = 0; i < n; ++i) f(i, static_cast<size_t>(i * step));
+  } else {
+    for (int64_t i = 0; i < n; ++i) f(i, static_cast<size_t>(element_offset(v, i)));
+  }
+}
+
+void load_doubles(const TensorView& v, double* out) {
+  if (v.dtype() == DType::kFloat32) {  // the common case without a call per element
+    const float* p = static_cast<const float*>(v.data());
+    for_each_offset(v, [&](int64_t i, size_t o) { out[i] = p[o]; });
+  } else {
+    for_each_offset(v, [&](int64_t i, size_t o) { out[i] = load_as_double(v.data(), v.dtype(), o); });
+  }
+}
+
+void store_doubles(const double* in, const TensorView& v) {
+  if (v.dtype() == DType::kFloat32) {
+    float* p = static_cast<float*>(v.data());
+    for_each_offset(v, [&](int64_t i, size_t o) { p[o] = static_cast<float>(in[i]); });
+  } else {
+    for_each_offset(v, [&](int64_t i, size_t o) { store_from_double(v.data(), v.dtype(), o, in[i]); });
+  }
 }
 
 void gather_dense(const TensorView& src, void* dst, int threads) { copy_dense<true>(src, dst, threads); }

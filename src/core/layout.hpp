@@ -54,6 +54,13 @@ bool views_overlap(const TensorView& a, const TensorView& b);
 /// Element offset (in elements, from data()) of the element with row-major linear index `i`.
 int64_t element_offset(const TensorView& v, int64_t i);
 
+/// The elements of a small tensor (gamma, mean, rstd, ...), any strides, in row-major order as doubles (exact),
+/// and back (store_from_double's rounding). A view whose elements lie one stride apart in index order (every
+/// contiguous or rank-1 view) takes a multiply per element instead of element_offset's division per dimension,
+/// which had been a fifth of a small GroupNorm call.
+void load_doubles(const TensorView& v, double* out);
+void store_doubles(const double* in, const TensorView& v);
+
 /// Copies every element of `src` (any strides) to `dst` in row-major order (dense). `threads` > 1 splits
 /// large copies across threads.
 void gather_dense(const TensorView& src, void* dst, int threads = 1);

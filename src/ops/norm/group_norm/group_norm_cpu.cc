@@ -130,9 +130,10 @@ double GroupSum(const double* s, int64_t cpg) {
   return total;
 }
 
-void StoreStats(const Args& a, int64_t q, double mean, double rstd) {
-  store_from_double(a.mean.data(), a.mean.dtype(), static_cast<size_t>(detail::element_offset(a.mean, q)), mean);
-  store_from_double(a.rstd.data(), a.rstd.dtype(), static_cast<size_t>(detail::element_offset(a.rstd, q)), rstd);
+// Group q's statistics into the workspace's mean and rstd arrays (stored to the tensors after the kernel).
+void StoreStats(const Args& a, double* stats, int64_t q, double mean, double rstd) {
+  stats[q] = mean;
+  stats[a.n * a.groups + q] = rstd;
 }
 
 // NB: both statistics in one pass, with a certified fallback: see gn::one_pass_moments (group_norm_plan.cpp)
@@ -156,7 +157,8 @@ struct ShiftedTerms {
 };
 
 template <typename T>
-void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* scratch, bool stream) {
+void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* stats, double* scratch,
+               bool stream) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups;
   const size_t hw = static_cast<size_t>(a.hw);
   const double m = static_cast<double>(cpg * a.hw);
@@ -187,14 +189,14 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
     mo.var = GroupSum(s2, cpg) / m;
   }
   const double rstd = 1.0 / std::sqrt(mo.var + a.eps);
-  StoreStats(a, q, mo.mean, rstd);
+  StoreStats(a, stats, q, mo.mean, rstd);
   for (int64_t c = 0; c < cpg; ++c) {
     NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mo.mean, rstd, gamma[c0 + c], beta[c0 + c]), stream);
   }
 }
 
 template <typename T>
-void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, const double* beta,
+void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, const double* beta, double* stats,
                unsigned char* scratch) {
   const int64_t cpg = a.cpg(), chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
   const int64_t n = u / chunks, g0 = (u % chunks) * p.chunk_groups;
@@ -260,7 +262,7 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
     const double rstd = 1.0 / std::sqrt(crstd[k] + a.eps);
-    StoreStats(a, n * a.groups + g, cmean[k], rstd);
+    StoreStats(a, stats, n * a.groups + g, cmean[k], rstd);
     for (int64_t c = 0; c < cpg; ++c) crstd[k + c] = rstd;
   }
   for (size_t c = 0; c < cols; ++c) {
@@ -275,29 +277,36 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
 
 template <typename T>
 void RunT(const Plan& p, const Args& a, unsigned char* ws) {
+  // Workspace: gamma and beta (C doubles each), mean and rstd (N x groups each), then each thread's scratch.
+  const uint64_t C = static_cast<uint64_t>(a.c), NG = static_cast<uint64_t>(a.n * a.groups);
   double* gamma = reinterpret_cast<double*>(ws);
-  double* beta = gamma + a.c;
-  for (int64_t c = 0; c < a.c; ++c) {
-    gamma[c] = a.gamma.is_none() ? 1.0
-                                 : load_as_double(a.gamma.data(), a.gamma.dtype(),
-                                                  static_cast<size_t>(detail::element_offset(a.gamma, c)));
-    beta[c] = a.beta.is_none() ? 0.0
-                               : load_as_double(a.beta.data(), a.beta.dtype(),
-                                                static_cast<size_t>(detail::element_offset(a.beta, c)));
+  double* beta = gamma + C;
+  double* stats = reinterpret_cast<double*>(ws + gn::round64(2 * C * 8));
+  if (a.gamma.is_none()) {
+    std::fill(gamma, gamma + C, 1.0);
+  } else {
+    detail::load_doubles(a.gamma, gamma);
   }
-  unsigned char* scratch0 = ws + (2 * static_cast<uint64_t>(a.c) * 8 + 63) / 64 * 64;
+  if (a.beta.is_none()) {
+    std::fill(beta, beta + C, 0.0);
+  } else {
+    detail::load_doubles(a.beta, beta);
+  }
+  unsigned char* scratch0 = reinterpret_cast<unsigned char*>(stats) + gn::round64(2 * NG * 8);
   detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
     unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     for (int64_t u = u0; u < u1; ++u) {
       if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, u, gamma, beta, reinterpret_cast<double*>(scratch), p.stream_output);
+        GroupNCHW<T>(a, u, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output);
       } else {
-        ChunkNHWC<T>(a, p, u, gamma, beta, scratch);
+        ChunkNHWC<T>(a, p, u, gamma, beta, stats, scratch);
       }
     }
     if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
   });
+  detail::store_doubles(stats, a.mean);
+  detail::store_doubles(stats + NG, a.rstd);
 }
 
 }  // namespace group_norm_kernel

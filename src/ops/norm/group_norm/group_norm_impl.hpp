@@ -55,7 +55,8 @@ struct Plan {
   int64_t chunk_groups = 1;  ///< NHWC: groups per chunk (the columns a unit reads, in whole groups)
   /// Scratch per thread (bytes, 64-byte multiples): lane accumulators and per-channel constants.
   uint64_t scratch_bytes = 0;
-  uint64_t workspace_bytes = 0;  ///< 2 * C doubles (gamma, beta) + num_threads * scratch_bytes
+  /// 2 * C doubles (gamma, beta) + 2 * N * groups doubles (mean, rstd) + num_threads * scratch_bytes
+  uint64_t workspace_bytes = 0;
   /// out written with non-temporal stores (row-major, or channels-last chunks of whole rows): far larger than the
   /// last-level cache, so caching it would only cost a read-for-ownership per line and evict x.
   bool stream_output = false;

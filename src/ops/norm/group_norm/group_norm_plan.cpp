@@ -75,7 +75,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // float32 constants (room for four).
   const uint64_t c = static_cast<uint64_t>(cols);
   p.scratch_bytes = round64(2 * 16 * c * 8) + round64(4 * c * 8) + round64(4 * c * 4);
-  p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) + p.num_threads * p.scratch_bytes;
+  p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) +
+                      round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
   return p;
 }

@@ -309,7 +309,8 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
           const uint64_t cols = static_cast<uint64_t>(a.c);
           plan.scratch_bytes =
               (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 + (4 * cols * 4 + 63) / 64 * 64;
-          plan.workspace_bytes = (2 * static_cast<uint64_t>(a.c) * 8 + 63) / 64 * 64 + 3 * plan.scratch_bytes;
+          plan.workspace_bytes = gn::round64(2 * static_cast<uint64_t>(a.c) * 8) +
+                                 gn::round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + 3 * plan.scratch_bytes;
           ops::Problem p = before.clone();
           std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
           unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);

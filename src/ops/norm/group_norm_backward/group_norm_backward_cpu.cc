@@ -231,9 +231,6 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   }
 }
 
-double Get(const TensorView& v, int64_t i) {
-  return load_as_double(v.data(), v.dtype(), static_cast<size_t>(detail::element_offset(v, i)));
-}
 void Put(const TensorView& v, int64_t i, double value) {
   store_from_double(v.data(), v.dtype(), static_cast<size_t>(detail::element_offset(v, i)), value);
 }
@@ -248,11 +245,13 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   double* d_sum = b_sum + static_cast<uint64_t>(a.n) * C;
   unsigned char* scratch0 =
       reinterpret_cast<unsigned char*>(b_sum) + (2 * static_cast<uint64_t>(a.n) * C * 8 + 63) / 64 * 64;
-  for (int64_t c = 0; c < a.c; ++c) gamma[c] = a.gamma.is_none() ? 1.0 : Get(a.gamma, c);
-  for (uint64_t q = 0; q < NG; ++q) {
-    mean[q] = Get(a.mean, static_cast<int64_t>(q));
-    rstd[q] = Get(a.rstd, static_cast<int64_t>(q));
+  if (a.gamma.is_none()) {
+    std::fill(gamma, gamma + C, 1.0);
+  } else {
+    detail::load_doubles(a.gamma, gamma);
   }
+  detail::load_doubles(a.mean, mean);
+  detail::load_doubles(a.rstd, rstd);
   const Shared s{gamma, mean, rstd, b_sum, d_sum};
   const int64_t cpg = a.cpg();
   detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
