@@ -118,15 +118,19 @@ def _describe_numpy(a: np.ndarray, op: str, name: str, writable: bool) -> tuple:
                         "expected float32, float16 or bfloat16 (ml_dtypes.bfloat16) in native byte order")
     if writable and not a.flags.writeable:
         raise ValueError(f"{op}: {name} is a read-only array; it is written in place, so it must be writable")
-    item = a.itemsize
     strides = a.strides
-    if any(s % item for s in strides):
-        raise ValueError(f"{op}: {name} has strides {strides} bytes, not multiples of its element size {item}")
-    return (a.__array_interface__["data"][0], dt, a.shape, tuple(s // item for s in strides))
+    if not a.flags.c_contiguous:
+        item = a.itemsize
+        if any(s % item for s in strides):
+            raise ValueError(f"{op}: {name} has strides {strides} bytes, not multiples of its element size {item}")
+    # The array's __array_struct__ (its data address; it holds a reference to the array) and its strides in bytes:
+    # the extension reads and divides them (__array_interface__ and per-stride Python arithmetic had been most of
+    # a small call's time).
+    return (a.__array_struct__, dt, a.shape, strides)
 
 
 def _describe_torch(torch, t, op: str, name: str, writable: bool) -> tuple:
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise TypeError(f"{op}: {name} is on device {t.device}; nnops computes on CPU tensors only")
     if t.layout != torch.strided:
         raise TypeError(f"{op}: {name} has layout {t.layout}; expected a dense (strided) tensor")
@@ -140,7 +144,7 @@ def _describe_torch(torch, t, op: str, name: str, writable: bool) -> tuple:
         raise ValueError(f"{op}: {name} requires grad and would be written in place; "
                          "run the update under torch.no_grad() (as optimizers do) or pass a tensor "
                          "that does not require grad")
-    return (t.data_ptr(), dt, tuple(t.shape), tuple(t.stride()))
+    return (t.data_ptr(), dt, t.shape, t.stride())  # torch.Size is a tuple; stride() returns one
 
 
 def _bump_versions(torch, written):
@@ -167,7 +171,11 @@ def _scalar_or_array(v: Any, op: str, name: str, keep: list):
 # ---- attribute values --------------------------------------------------------------------------------------
 
 def attr_value(spec: dict, v: Any, op: str, mask_len: int):
-    kind, name = spec["kind"], spec["name"]
+    kind = spec["kind"]
+    tv = type(v)
+    if (tv is int and kind == "int") or (tv is float and kind == "float"):  # the usual values, checked cheaply
+        return v
+    name = spec["name"]
     if kind == "int":
         if isinstance(v, (bool, np.bool_)):
             raise TypeError(f"{op}: {name} must be an int; got a bool")
@@ -256,11 +264,25 @@ def new_output(torch, arrays, shape, dtype_name):
     return np.empty(shape, dtype=dt)
 
 
+_infer_cache: dict = {}  # (op, input dtypes and shapes, attributes, aux) -> output (dtype, shape)s
+
+
 def infer_outputs(spec: OpSpec, descs: list, attrs: list, aux: bool) -> list:
-    """(dtype name, shape) of every output, from the input descriptions (data may be 0)."""
+    """(dtype name, shape) of every output, from the input descriptions (data may be 0). Output shapes depend
+    on the inputs' dtypes and shapes and the attributes only, so a repeated call (a training loop's) reuses
+    them; calls the library rejects are not kept, and the call itself checks everything again."""
+    key = (spec.name, aux, tuple(attrs),
+           tuple((d[1], tuple(d[2])) if isinstance(d, tuple) else (d is None) for d in descs))
+    hit = _infer_cache.get(key)
+    if hit is not None:
+        return hit
     t_dtype = next((d[1] for d in descs if isinstance(d, tuple)), "float32")
     shapes = _nnops.infer(spec.name, descs, attrs, "float32" if aux else t_dtype)
-    return [shapes[i] for i in spec.outputs]
+    result = [shapes[i] for i in spec.outputs]
+    if len(_infer_cache) >= 1024:
+        _infer_cache.clear()
+    _infer_cache[key] = result
+    return result
 
 
 def run(spec: OpSpec, args: dict, out=None, aux: bool = False, num_threads: int = 0):
