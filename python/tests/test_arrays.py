@@ -79,6 +79,19 @@ def test_group_norm_without_affine(rng):
     assert_within(out, ro, ulp(ro, "float32") + C * U32 * np.abs(ro), "out")
 
 
+def test_output_shapes_follow_each_call(rng):
+    # Output shapes are kept per input shapes and attributes: calls that alternate shapes, dtypes, num_groups
+    # and the float32 stats option each get their own.
+    cases = [((2, 8, 3), "float32", 4, False), ((1, 6, 5, 5), "float32", 3, False), ((2, 8, 3), "float16", 2, True),
+             ((2, 8, 3), "float32", 2, False), ((1, 6, 5, 5), "float16", 3, False)]
+    for shape, dt, groups, f32 in cases * 2:
+        x = rng.standard_normal(shape).astype(dt)
+        out, mean, rstd = nnops.group_norm(x, None, None, num_groups=groups, float32_stats=f32)
+        assert out.shape == shape and out.dtype == x.dtype
+        assert mean.shape == rstd.shape == (shape[0], groups)
+        assert mean.dtype == rstd.dtype == (np.float32 if f32 else x.dtype)
+
+
 @pytest.mark.parametrize("dtype", ALL)
 def test_group_norm_backward_reference(rng, dtype):
     a = sample("group_norm_backward", rng, dtype)
