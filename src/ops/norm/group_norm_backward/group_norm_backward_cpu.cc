@@ -231,9 +231,6 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   }
 }
 
-void Put(const TensorView& v, int64_t i, double value) {
-  store_from_double(v.data(), v.dtype(), static_cast<size_t>(detail::element_offset(v, i)), value);
-}
 
 template <typename T>
 void RunT(const Plan& p, const Args& a, unsigned char* ws) {
@@ -274,10 +271,12 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
         dg += rstd[n * a.groups + c / cpg] * d_sum[n * a.c + c];
         db += b_sum[n * a.c + c];
       }
-      if (!a.dgamma.is_none()) Put(a.dgamma, c, dg);
-      if (!a.dbeta.is_none()) Put(a.dbeta, c, db);
+      d_sum[c] = dg;  // sample 0's entries, read above and by no other thread, hold the results
+      b_sum[c] = db;
     }
   });
+  if (!a.dgamma.is_none()) detail::store_doubles(d_sum, a.dgamma);
+  if (!a.dbeta.is_none()) detail::store_doubles(b_sum, a.dbeta);
 }
 
 }  // namespace gn_bwd_kernel
