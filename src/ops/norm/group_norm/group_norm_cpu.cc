@@ -156,6 +156,12 @@ struct ShiftedTerms {
   }
 };
 
+// The statistics' pipe split (CanonRowSums' kMix): float32 leaves two of the eight accumulations on the add
+// pipes; a half type's widening adds an operation there per vector, so all eight go to the FMA pipes (float16
+// [1, 64, 1536] 0.317 -> 0.310 ns/element, bfloat16 0.397 -> 0.391).
+template <typename T>
+constexpr bool kMixSums = std::is_same_v<T, float>;
+
 template <typename T>
 void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* stats, double* scratch,
                bool stream) {
@@ -170,7 +176,7 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
   const ShiftedTerms terms{ToDouble(x)};
   for (int64_t c = 0; c < cpg; ++c) {
     double o[2];
-    CanonRowSums<2, true>(x + c * hw, x + c * hw, hw, terms, terms, o);
+    CanonRowSums<2, kMixSums<T>>(x + c * hw, x + c * hw, hw, terms, terms, o);
     s1[c] = o[0];
     s2[c] = o[1];
   }
@@ -231,7 +237,7 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
     *s0 = dv;
     *s1v = dv * dv;
   };
-  CanonColumnSums<2, true>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2);
+  CanonColumnSums<2, kMixSums<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2);
   bool all_ok = true;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
