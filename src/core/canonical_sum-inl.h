@@ -82,6 +82,37 @@ using CanonF = hn::Rebind<float, CanonD>;
        k##8 = k##0, k##9 = k##0, k##10 = k##0, k##11 = k##0, k##12 = k##0, k##13 = k##0, k##14 = k##0, k##15 = k##0
 #define NNOPS_CANON_EACH(M) M(0) M(1) M(2) M(3) M(4) M(5) M(6) M(7) M(8) M(9) M(10) M(11) M(12) M(13) M(14) M(15)
 
+// CanonCombine in registers, for 16 lanes held in kR vectors of N = 16 / kR lanes (lane j of v_r is lane r N + j):
+// first pairs of lanes at distance 1, 2, ..., N / 2 within each vector (lane j plus lane j ^ dist), then the
+// vectors pairwise. Lane 0 of each step adds the lower operand first, as CanonCombine does, so lane 0 of the
+// result is its sum bit for bit; the other lanes are not used.
+template <size_t kR, class D, class V>
+HWY_INLINE double CanonCombineVectors(D d, V v0, V v1, V v2, V v3, V v4, V v5, V v6, V v7, V v8, V v9, V v10, V v11,
+                                      V v12, V v13, V v14, V v15) {
+  constexpr size_t kN = kCanonLanes / kR;
+  const hn::RebindToUnsigned<D> du;
+  const auto iota = hn::Iota(du, 0);
+  auto within = [&](V v) HWY_ATTR {
+    for (size_t dist = 1; dist < kN; dist *= 2) {
+      v = hn::Add(v, hn::TableLookupLanes(v, hn::IndicesFromVec(d, hn::Xor(iota, hn::Set(du, dist)))));
+    }
+    return v;
+  };
+  if constexpr (kR == 1) {
+    return hn::GetLane(within(v0));
+  } else if constexpr (kR == 2) {
+    return hn::GetLane(hn::Add(within(v0), within(v1)));
+  } else {
+    const V q0 = hn::Add(hn::Add(within(v0), within(v1)), hn::Add(within(v2), within(v3)));
+    if constexpr (kR == 4) return hn::GetLane(q0);
+    const V q1 = hn::Add(hn::Add(within(v4), within(v5)), hn::Add(within(v6), within(v7)));
+    if constexpr (kR == 8) return hn::GetLane(hn::Add(q0, q1));
+    const V q2 = hn::Add(hn::Add(within(v8), within(v9)), hn::Add(within(v10), within(v11)));
+    const V q3 = hn::Add(hn::Add(within(v12), within(v13)), hn::Add(within(v14), within(v15)));
+    return hn::GetLane(hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)));
+  }
+}
+
 // Row sums of up to two statistics over two parallel rows x, y (y may equal x): for every i, vf(d, X, Y, &s0,
 // &s1) returns the terms of both statistics for the float64 vectors X = x[i..], Y = y[i..]; sf(X, Y, &s0, &s1)
 // does the same for one element. out[0..kK) receive the canonical sums. kMix: half of the first statistic's
@@ -108,23 +139,24 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
     NNOPS_CANON_EACH(NNOPS_CANON_STEP)
 #undef NNOPS_CANON_STEP
   }
-  alignas(64) double la[kCanonLanes], lb[kCanonLanes];
-#define NNOPS_CANON_SPILL(r)         \
-  if (r < kR) {                      \
-    hn::StoreU(a##r, d, la + r * N); \
-    hn::StoreU(b##r, d, lb + r * N); \
+  // The tail: element i + k into lane k (accumulator k / N, its lane k mod N), as the vector steps would have
+  // done; the padding lanes add +0.0, which changes no lane (a lane is never -0.0).
+  (void)sf;  // the scalar form is the targets' without float64 vectors (below)
+  const size_t rem = n - i;
+#define NNOPS_CANON_TAIL(r)                                                                                            \
+  if (r < kR && r * N < rem) {                                                                                         \
+    const size_t cnt = std::min(N, rem - r * N);                                                                       \
+    const auto live = hn::FirstN(d, cnt);                                                                              \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                           \
+    vf(d, hn::PromoteTo(d, LoadF32N(df, x + i + r * N, cnt)), hn::PromoteTo(d, LoadF32N(df, y + i + r * N, cnt)), &t0, \
+       &t1);                                                                                                           \
+    a##r = hn::Add(a##r, hn::IfThenElseZero(live, t0));                                                                \
+    if (kK > 1) b##r = hn::Add(b##r, hn::IfThenElseZero(live, t1));                                                    \
   }
-  NNOPS_CANON_EACH(NNOPS_CANON_SPILL)
-#undef NNOPS_CANON_SPILL
-  // The tail: element i into lane i mod 16, as the vector steps would have done.
-  for (size_t k = 0; i + k < n; ++k) {
-    double s0 = 0, s1 = 0;
-    sf(ToDouble(x + i + k), ToDouble(y + i + k), &s0, &s1);
-    la[k] += s0;
-    lb[k] += s1;
-  }
-  out[0] = CanonCombine(la);
-  if (kK > 1) out[1] = CanonCombine(lb);
+  NNOPS_CANON_EACH(NNOPS_CANON_TAIL)
+#undef NNOPS_CANON_TAIL
+  out[0] = CanonCombineVectors<kR>(d, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
+  if (kK > 1) out[1] = CanonCombineVectors<kR>(d, b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15);
 }
 
 template <size_t kK, bool kMix = false, typename T, class VF, class SF>
