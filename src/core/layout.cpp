@@ -299,7 +299,6 @@ int64_t linear_step(const TensorView& v) {
   }
   return step < 0 ? 0 : step;
 }
-}  // namespace
 
 // f(i, offset of element i) for every element, the offsets a multiply apart where they can be.
 template <class F>
@@ -311,6 +310,7 @@ void for_each_offset(const TensorView& v, const F& f) {
     for (int64_t i = 0; i < n; ++i) f(i, static_cast<size_t>(element_offset(v, i)));
   }
 }
+}  // namespace
 
 void load_doubles(const TensorView& v, double* out) {
   if (v.dtype() == DType::kFloat32) {  // the common case without a call per element
