@@ -5,7 +5,7 @@ roles and dtype rules, attribute specs, help texts); `make_function` turns one i
 its own signature, annotations and docstring, whose calls go through `_nnops.call` (the library's one
 execution path, GIL released). nnops.torch builds its torch.library operators from the same `OpSpec`s.
 
-Arrays cross into C++ without a copy: NumPy arrays by their array interface, torch CPU tensors by
+Arrays cross into C++ without a copy: NumPy arrays by their __array_struct__, torch CPU tensors by
 data_ptr()/stride(), other DLPack producers through numpy.from_dlpack (a view). An array that the call
 writes must be writable and is never replaced by a copy.
 """
@@ -83,7 +83,8 @@ _NOT_GIVEN = object()
 
 
 def describe(obj: Any, op: str, name: str, writable: bool, keep: list, torch=_NOT_GIVEN) -> tuple:
-    """(data address, dtype name, shape, strides in elements) of an array, without copying it.
+    """The extension's description of an array, without copying it: (data address, dtype name, shape, strides in
+    elements) for a torch tensor, (__array_struct__ capsule, dtype name, shape, strides in bytes) for a NumPy array.
 
     Raises TypeError for what is not a CPU array of a supported dtype, ValueError for an array that cannot be
     written although the call writes it. `keep` receives objects that must outlive the call. `torch`: the

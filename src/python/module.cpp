@@ -9,9 +9,9 @@
 // address, dtype name, shape, strides in elements) for a torch tensor (data_ptr/stride), (__array_struct__,
 // dtype name, shape, strides in bytes) for a NumPy array, whose data address is read from the capsule here
 // (NumPy's __array_interface__ dictionary took 2.7 us an array). That is zero-copy by construction; the Python
-// caller holds the arrays for the duration of the call. A
-// scalar argument (TensorSpec::scalar) may instead be a Python float, stored here in the call's dtype T with
-// one round-to-nearest-even (store_from_double), as inplace_apply_power_sign_foreach rounds its scalars.
+// caller holds the arrays for the duration of the call. A scalar argument (TensorSpec::scalar) may instead be a
+// Python float, stored here in the call's dtype T with one round-to-nearest-even (store_from_double), as
+// inplace_apply_power_sign_foreach rounds its scalars.
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
