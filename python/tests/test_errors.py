@@ -127,6 +127,24 @@ def test_read_only_arrays_are_refused_for_outputs(rng):
     nnops.group_normalization_grad(**g)
 
 
+def test_strides_that_split_elements_are_refused(rng):
+    # A view whose byte strides are not multiples of its element size (numpy's as_strided can make one) has no
+    # element strides: refused with the argument's name, nothing written. Such a view is never contiguous, so
+    # the check runs even on the fast path that skips it for C-contiguous arrays.
+    p = ps_args(rng)
+    raw = np.zeros(4 * p["grad"].size + 8, np.uint8)
+    odd = np.lib.stride_tricks.as_strided(raw.view(np.float32)[:1], shape=p["grad"].shape, strides=(6,))
+    assert not odd.flags.c_contiguous
+    expect_error(ValueError, "inplace_apply_power_sign: grad has strides (6,) bytes, not multiples of its element "
+                 "size 4", nnops.inplace_apply_power_sign, **{**p, "grad": odd}, written=[p["var"], p["m"]])
+    a = gn_args(rng)
+    x = a["x"]
+    buf = np.full(x.size * 2 + 8, 7.0, np.float32)
+    bad_out = np.lib.stride_tricks.as_strided(buf, shape=x.shape, strides=tuple(s + 2 for s in x.strides))
+    expect_error(ValueError, "group_norm: out (out[0]) has strides", nnops.group_norm, x, a["gamma"], a["beta"],
+                 a["num_groups"], out=(bad_out, None, None), written=[buf])
+
+
 def test_not_an_array(rng):
     p = ps_args(rng)
     expect_error(TypeError, "inplace_apply_power_sign: grad must be a NumPy array or a torch CPU tensor",
