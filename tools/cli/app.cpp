@@ -78,6 +78,9 @@ std::unique_ptr<CommandLine> make_command_line() {
                    "4 KiB after the last) (default: huge and adjacent)")
       ->check(CLI::IsMember({"huge", "offset", "adjacent"}));
   bench_cmd->add_option("--shape", bench.shape, "One case of this main shape (D0,D1,...) instead of the size classes");
+  bench_cmd->add_flag("--channels-last", bench.channels_last,
+                      "With --shape: every tensor of rank >= 3 channels-last (NHWC memory), as PyTorch's "
+                      "channels_last models lay out activations");
   bench_cmd
       ->add_option("--workload", bench.workloads,
                    "Run a whole-model workload instead of the operator cases: resnet50 (a PowerSign step over "

@@ -292,6 +292,10 @@ int run_bench(const BenchOptions& o) {
     std::fprintf(stderr, "nnops bench: --shape '%s': expected dims like 33554432 or 2,320,64,64\n", o.shape.c_str());
     return 2;
   }
+  if (o.channels_last && custom.empty()) {
+    std::fprintf(stderr, "nnops bench: --channels-last applies to a --shape case (the size classes have their own)\n");
+    return 2;
+  }
   const std::vector<double> load = load_average();
   if (o.json) {
     std::printf("{\"nnops_version\": \"%s\", \"isa\": \"%s\", \"load_average\": [%.2f, %.2f, %.2f],\n", version(),
@@ -343,7 +347,11 @@ int run_bench(const BenchOptions& o) {
     for (DType t : dtypes) {
       std::vector<ops::BenchCase> cases;
       if (!custom.empty()) {
-        cases.push_back({"custom", custom, {}, ""});
+        if (o.channels_last) {
+          cases.push_back({"custom-channels-last", custom, {}, "channels_last"});
+        } else {
+          cases.push_back({"custom", custom, {}, ""});
+        }
       } else {
         // A size class also selects its variants ("dram" includes "dram-big").
         for (const ops::BenchCase& c : d->bench_cases(t)) {

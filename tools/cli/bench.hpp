@@ -13,6 +13,7 @@ struct BenchOptions {
   std::vector<std::string> layouts;    // huge, offset, adjacent; empty = huge and adjacent
   std::vector<std::string> workloads;  // resnet50, unet: run these instead of the operator cases
   std::string shape;                   // "D0,D1,...": one case of this main shape instead of the size classes
+  bool channels_last = false;          // the --shape case with every tensor of rank >= 3 channels-last
   bool sweep = false;                  // 1 thread against more, over sizes (the thread grain)
   int reps = 9;                        // timed repetitions per case (median and spread reported)
   bool json = false;
