@@ -321,6 +321,14 @@ void load_doubles(const TensorView& v, double* out) {
   }
 }
 
+void load_doubles_or(const TensorView& v, int64_t n, double fill, double* out) {
+  if (v.is_none()) {
+    std::fill(out, out + n, fill);
+  } else {
+    load_doubles(v, out);
+  }
+}
+
 void store_doubles(const double* in, const TensorView& v) {
   if (v.dtype() == DType::kFloat32) {
     float* p = static_cast<float*>(v.data());

@@ -59,6 +59,8 @@ int64_t element_offset(const TensorView& v, int64_t i);
 /// contiguous or rank-1 view) takes a multiply per element instead of element_offset's division per dimension,
 /// which had been a fifth of a small GroupNorm call.
 void load_doubles(const TensorView& v, double* out);
+/// load_doubles, or `n` copies of `fill` when v is none (an absent gamma or beta).
+void load_doubles_or(const TensorView& v, int64_t n, double fill, double* out);
 void store_doubles(const double* in, const TensorView& v);
 
 /// Copies every element of `src` (any strides) to `dst` in row-major order (dense). `threads` > 1 splits

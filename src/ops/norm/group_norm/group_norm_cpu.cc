@@ -288,16 +288,8 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   double* gamma = reinterpret_cast<double*>(ws);
   double* beta = gamma + C;
   double* stats = reinterpret_cast<double*>(ws + gn::round64(2 * C * 8));
-  if (a.gamma.is_none()) {
-    std::fill(gamma, gamma + C, 1.0);
-  } else {
-    detail::load_doubles(a.gamma, gamma);
-  }
-  if (a.beta.is_none()) {
-    std::fill(beta, beta + C, 0.0);
-  } else {
-    detail::load_doubles(a.beta, beta);
-  }
+  detail::load_doubles_or(a.gamma, a.c, 1.0, gamma);
+  detail::load_doubles_or(a.beta, a.c, 0.0, beta);
   unsigned char* scratch0 = reinterpret_cast<unsigned char*>(stats) + gn::round64(2 * NG * 8);
   detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
     unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;

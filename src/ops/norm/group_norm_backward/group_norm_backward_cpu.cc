@@ -231,7 +231,6 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   }
 }
 
-
 template <typename T>
 void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   const uint64_t C = static_cast<uint64_t>(a.c), NG = static_cast<uint64_t>(a.n * a.groups);
@@ -242,11 +241,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   double* d_sum = b_sum + static_cast<uint64_t>(a.n) * C;
   unsigned char* scratch0 =
       reinterpret_cast<unsigned char*>(b_sum) + (2 * static_cast<uint64_t>(a.n) * C * 8 + 63) / 64 * 64;
-  if (a.gamma.is_none()) {
-    std::fill(gamma, gamma + C, 1.0);
-  } else {
-    detail::load_doubles(a.gamma, gamma);
-  }
+  detail::load_doubles_or(a.gamma, a.c, 1.0, gamma);
   detail::load_doubles(a.mean, mean);
   detail::load_doubles(a.rstd, rstd);
   const Shared s{gamma, mean, rstd, b_sum, d_sum};
