@@ -10,6 +10,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "src/core/simd_convert-inl.h"
 
 #ifndef NNOPS_BENCH_PROBE_ONCE
 #define NNOPS_BENCH_PROBE_ONCE
@@ -47,13 +48,20 @@ HWY_INLINE void Put(D d, V v, uint32_t* p, bool stream) {
 // compile-time counts. The kU vectors are named variables, not an array: SVE vectors are sizeless types,
 // which cannot form arrays.
 template <int kR, int kW, bool kInPlace, int kU>
-HWY_INLINE void Direct(uint32_t* const* in, uint32_t* const* out, size_t i, size_t e, uint32_t zero, bool stream) {
+HWY_INLINE void Direct(uint32_t* const* in, uint32_t* const* out, size_t i, size_t e, uint32_t zero, bool stream,
+                       bool prefetch = false) {
   static_assert(kU == 1 || kU == 4, "Direct: 1 or 4 vectors a step");
   const hn::ScalableTag<uint32_t> d;
   const size_t N = hn::Lanes(d);
   const auto z = hn::Set(d, zero);
   using V = hn::Vec<decltype(d)>;
   for (; i + kU * N <= e; i += kU * N) {
+    if (prefetch) {  // the kernels' own prefetch (PrefetchStream), of the inputs and of cached outputs
+      for (int r = 0; r < kR; ++r) nnops::HWY_NAMESPACE::PrefetchStream(in[r] + i, kU * N * sizeof(uint32_t));
+      for (int k = 0; k < kW && !kInPlace && !stream; ++k) {
+        nnops::HWY_NAMESPACE::PrefetchStream(out[k] + i, kU * N * sizeof(uint32_t));
+      }
+    }
     if constexpr (kInPlace) {
       const uint32_t* src = in[kR - 1] + i;
       const V l0 = hn::And(hn::LoadU(d, src), z);
@@ -163,7 +171,8 @@ void Mix(void* const* arrays, size_t n, int threads, ProbeVariant v) {
   uint32_t* out[kW > 0 ? kW : 1];
   for (int r = 0; r < kR; ++r) in[r] = static_cast<uint32_t*>(arrays[r]);
   for (int k = 0; k < kW; ++k) out[k] = static_cast<uint32_t*>(arrays[kInPlace ? k : kR + k]);
-  const bool stream_wanted = v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream;
+  const bool stream_wanted =
+      v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream || v == ProbeVariant::kPrefetchStream;
   detail::parallel_region(threads, [&](int tid, int nt) {
     const hn::ScalableTag<uint32_t> d;
     const size_t N = hn::Lanes(d);
@@ -181,6 +190,12 @@ void Mix(void* const* arrays, size_t n, int threads, ProbeVariant v) {
       case ProbeVariant::kUnroll:
       case ProbeVariant::kStream:
         Direct<kR, kW, kInPlace, 4>(in, out, i, e, zero, stream);
+        break;
+      case ProbeVariant::kPrefetch:
+        Direct<kR, kW, kInPlace, 1>(in, out, i, e, zero, false, true);
+        break;
+      case ProbeVariant::kPrefetchStream:
+        Direct<kR, kW, kInPlace, 4>(in, out, i, e, zero, stream, true);
         break;
       default: {
         HWY_ALIGN uint32_t buf[kR][probe_detail::kStageLanes];
@@ -248,13 +263,19 @@ const char* probe_variant_name(ProbeVariant v) {
       return "staged";
     case ProbeVariant::kStagedStream:
       return "staged-nt";
+    case ProbeVariant::kPrefetch:
+      return "prefetch";
+    case ProbeVariant::kPrefetchStream:
+      return "prefetch-nt";
     default:
       return "?";
   }
 }
 
 bool probe_variant_applies(ProbeVariant v, int writes) {
-  if (v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream) return writes > 0;
+  if (v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream || v == ProbeVariant::kPrefetchStream) {
+    return writes > 0;
+  }
   return v != ProbeVariant::kCount;
 }
 

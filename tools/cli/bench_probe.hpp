@@ -17,12 +17,14 @@ namespace nnops::cli {
 
 /// Probe kernels; `nnops bench` times each one that applies and keeps the fastest.
 enum class ProbeVariant : int {
-  kPlain,         ///< one vector per array per step: load every input, then store every output
-  kUnroll,        ///< four vectors per array per step, the loads of each array back to back
-  kStream,        ///< kUnroll with non-temporal stores
-  kStaged,        ///< blocks of 2 KiB per array: each input block copied into an L1 buffer one array at a
-                  ///< time, then the outputs written one array at a time from the buffers
-  kStagedStream,  ///< kStaged with non-temporal stores
+  kPlain,           ///< one vector per array per step: load every input, then store every output
+  kUnroll,          ///< four vectors per array per step, the loads of each array back to back
+  kStream,          ///< kUnroll with non-temporal stores
+  kStaged,          ///< blocks of 2 KiB per array: each input block copied into an L1 buffer one array at a
+                    ///< time, then the outputs written one array at a time from the buffers
+  kStagedStream,    ///< kStaged with non-temporal stores
+  kPrefetch,        ///< kPlain with a software prefetch 2 KiB ahead in every array (PrefetchStream, as the kernels)
+  kPrefetchStream,  ///< kStream with PrefetchStream ahead in every input
   kCount,
 };
 
@@ -35,7 +37,6 @@ bool probe_variant_applies(ProbeVariant v, int writes);
 /// first `writes` read arrays and leave them unchanged; otherwise `arrays` holds reads + writes arrays and
 /// each output gets the exclusive or of the inputs. 1 <= reads <= 4, writes <= 3. Arrays should be 64-byte
 /// aligned (non-temporal stores start at the first vector-aligned lane of the first output).
-void probe_mix(void* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads,
-               ProbeVariant v);
+void probe_mix(void* const* arrays, int reads, int writes, bool in_place, std::size_t n, int threads, ProbeVariant v);
 
 }  // namespace nnops::cli
