@@ -118,9 +118,10 @@ HWY_INLINE double CanonCombineVectors(D d, V v0, V v1, V v2, V v3, V v4, V v5, V
 // does the same for one element. out[0..kK) receive the canonical sums. kMix: half of the first statistic's
 // accumulators add on the add pipes, the rest through AccAdd (for terms of one subtraction and one multiply, such
 // as x - K and (x - K)^2; without kMix every accumulation goes through AccAdd, for terms with more additions).
+// `prefetch`: PrefetchStream ahead of x and y (the bits do not depend on it).
 template <size_t kR, size_t kK, bool kMix, typename T, class VF, class SF>
 HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t n, const VF& vf, const SF& sf,
-                              double* out) {
+                              double* out, bool prefetch) {
   const CanonD d;
   const CanonF df;
   const size_t N = hn::Lanes(d);
@@ -129,6 +130,10 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   NNOPS_CANON_ACC(b);
   size_t i = 0;
   for (; i + kCanonLanes <= n; i += kCanonLanes) {
+    if (prefetch) {
+      PrefetchStream(x + i, kCanonLanes * sizeof(T));
+      if (y != x) PrefetchStream(y + i, kCanonLanes * sizeof(T));
+    }
 #define NNOPS_CANON_STEP(r)                                                                                      \
   if (r < kR) {                                                                                                  \
     auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                     \
@@ -160,18 +165,19 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
 }
 
 template <size_t kK, bool kMix = false, typename T, class VF, class SF>
-HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, const SF& sf, double* out) {
+HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, const SF& sf, double* out,
+                             bool prefetch = false) {
   switch (kCanonLanes / hn::Lanes(CanonD())) {
     case 1:
-      return CanonRowSumsR<1, kK, kMix>(x, y, n, vf, sf, out);
+      return CanonRowSumsR<1, kK, kMix>(x, y, n, vf, sf, out, prefetch);
     case 2:
-      return CanonRowSumsR<2, kK, kMix>(x, y, n, vf, sf, out);
+      return CanonRowSumsR<2, kK, kMix>(x, y, n, vf, sf, out, prefetch);
     case 4:
-      return CanonRowSumsR<4, kK, kMix>(x, y, n, vf, sf, out);
+      return CanonRowSumsR<4, kK, kMix>(x, y, n, vf, sf, out, prefetch);
     case 8:
-      return CanonRowSumsR<8, kK, kMix>(x, y, n, vf, sf, out);
+      return CanonRowSumsR<8, kK, kMix>(x, y, n, vf, sf, out, prefetch);
     default:
-      return CanonRowSumsR<16, kK, kMix>(x, y, n, vf, sf, out);
+      return CanonRowSumsR<16, kK, kMix>(x, y, n, vf, sf, out, prefetch);
   }
 }
 #undef NNOPS_CANON_ACC
@@ -315,7 +321,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
 #else  // no float64 vectors: the same order, one element at a time
 
 template <size_t kK, bool kMix = false, typename T, class VF, class SF>
-HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const SF& sf, double* out) {
+HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const SF& sf, double* out, bool = false) {
   double la[kCanonLanes] = {}, lb[kCanonLanes] = {};
   for (size_t i = 0; i < n; ++i) {
     double s0 = 0, s1 = 0;

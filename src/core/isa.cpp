@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #undef HWY_TARGET_INCLUDE
@@ -78,6 +79,18 @@ void init_dispatch() {
   std::call_once(once, [] {
     if (const char* env = std::getenv("NNOPS_MAX_CPU_ISA")) (void)apply_cap(env);
   });
+}
+
+bool software_prefetch() {
+  static const bool on = [] {
+    if (const char* env = std::getenv("NNOPS_SOFTWARE_PREFETCH")) return std::strcmp(env, "0") != 0;
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    return __builtin_cpu_is("intel") != 0;
+#else
+    return false;
+#endif
+  }();
+  return on;
 }
 }  // namespace detail
 

@@ -164,7 +164,7 @@ constexpr bool kMixSums = std::is_same_v<T, float>;
 
 template <typename T>
 void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* stats, double* scratch,
-               bool stream) {
+               bool stream, bool prefetch) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups;
   const size_t hw = static_cast<size_t>(a.hw);
   const double m = static_cast<double>(cpg * a.hw);
@@ -176,7 +176,7 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
   const ShiftedTerms terms{ToDouble(x)};
   for (int64_t c = 0; c < cpg; ++c) {
     double o[2];
-    CanonRowSums<2, kMixSums<T>>(x + c * hw, x + c * hw, hw, terms, terms, o);
+    CanonRowSums<2, kMixSums<T>>(x + c * hw, x + c * hw, hw, terms, terms, o, prefetch);
     s1[c] = o[0];
     s2[c] = o[1];
   }
@@ -296,7 +296,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     for (int64_t u = u0; u < u1; ++u) {
       if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, u, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output);
+        GroupNCHW<T>(a, u, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output, p.prefetch);
       } else {
         ChunkNHWC<T>(a, p, u, gamma, beta, stats, scratch);
       }

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "src/core/check.hpp"
 #include "src/ops/norm/group_norm/group_norm_impl.hpp"
 
 namespace nnops::gn {
@@ -78,6 +79,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) +
                       round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
+  // The one input of the plan that is not the shape: the CPU (the results are the same bits either way).
+  p.prefetch = detail::software_prefetch();
   return p;
 }
 

@@ -277,8 +277,8 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
 }
 
 // Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores on an output one element
-// past a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups
-// and of whole rows, streamed.
+// past a 64-byte boundary (the peel, the streamed middle and the tail), software prefetch on and off, channels-last
+// chunks of 1 to 3 groups and of whole rows, streamed.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
@@ -301,6 +301,7 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
           plan.num_threads = threads;
           if (layout == gn::Layout::kNCHW) {
             plan.stream_output = variant % 2;
+            plan.prefetch = variant / 2 % 2;
           } else {  // variant 5: chunks of whole rows, streamed
             plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
             plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);

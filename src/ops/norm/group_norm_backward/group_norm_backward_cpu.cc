@@ -150,7 +150,7 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
 }
 
 template <typename T>
-void GroupNCHW(const Args& a, const Shared& s, int64_t q, bool stream) {
+void GroupNCHW(const Args& a, const Shared& s, int64_t q, bool stream, bool prefetch) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups, c0 = g * cpg;
   const size_t hw = static_cast<size_t>(a.hw);
   const int64_t off = (n * a.c + c0) * a.hw;
@@ -169,7 +169,7 @@ void GroupNCHW(const Args& a, const Shared& s, int64_t q, bool stream) {
   double* ds = s.d_sum + n * a.c + c0;
   for (int64_t c = 0; c < cpg; ++c) {
     double out[2];
-    CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out);
+    CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch);
     bs[c] = out[0];
     ds[c] = out[1];
   }
@@ -251,7 +251,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     for (int64_t u = u0; u < u1; ++u) {
       if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, s, u, p.stream_output);
+        GroupNCHW<T>(a, s, u, p.stream_output, p.prefetch);
       } else {
         ChunkNHWC<T>(a, p, s, u, scratch);
       }

@@ -240,6 +240,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
             plan.num_threads = threads;
             if (!cl) {
               plan.stream_output = variant % 2;
+              plan.prefetch = variant / 2 % 2;
             } else {  // variant 5: chunks of whole rows, streamed
               plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
               plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);

@@ -61,6 +61,8 @@ struct Plan {
   bool half_fast;
   float coef32[3];  ///< coef rounded to float32
   float beta32, one_minus_beta32;
+  /// Software prefetch ahead of the three streams (detail::software_prefetch; the results do not depend on it).
+  bool prefetch;
 };
 
 /// Below this many elements per thread, starting threads costs more than it saves.
