@@ -145,9 +145,17 @@ using GnVD = hn::Vec<GnDD>;
 //  2: bfloat16 fast path, dy*gamma in float32 on even/odd lane pairs of a 4 L-element vector: accumulator
 //     2 b + e, lane d holds virtual lane 2 L b + 2 d + e (e = 0 even, 1 odd). Returns false, leaving *s1
 //     and *s unset, if the block needs path 0 (a product could leave float32's normal range).
+// PrefetchStream ahead of the three arrays for a step of `count` elements at i.
+template <typename T>
+HWY_INLINE void PrefetchBlock(const T* x, const T* dy, const T* gamma, size_t i, size_t count) {
+  PrefetchStream(x + i, count * sizeof(T));
+  PrefetchStream(dy + i, count * sizeof(T));
+  PrefetchStream(gamma + i, count * sizeof(T));
+}
+
 template <size_t L, int kPath, typename T>
 HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
-                           double mean, double* s1, double* s) {
+                           double mean, double* s1, double* s, bool prefetch) {
   constexpr size_t K = kSumLanes / L;
   static_assert(K == 2 || K == 4 || K == 8, "2, 4 or 8 lanes");
   const GnDD dd;
@@ -162,6 +170,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
   size_t i = 0;
   if constexpr (kPath == 0) {
     for (; i + kStep <= n; i += kStep) {
+      if (prefetch) PrefetchBlock(x, dy, gamma, i, kStep);
 #define NNOPS_GN_WIDE(J)                                                                                               \
   NNOPS_GN_ADD(                                                                                                        \
       J, hn::Mul(hn::PromoteTo(dd, LoadF32(dh, dy + ib + (J)*L)), hn::PromoteTo(dd, LoadF32(dh, gamma + ib + (J)*L))), \
@@ -178,7 +187,8 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     }
   } else if constexpr (kPath == 1) {
     for (; i + kStep <= n; i += kStep) {
-      // Float vector q covers accumulators 2q and 2q + 1.
+      if (prefetch) PrefetchBlock(x, dy, gamma, i, kStep);
+        // Float vector q covers accumulators 2q and 2q + 1.
 #define NNOPS_GN_F16(J)                                                                          \
   if constexpr ((J) % 2 == 0) {                                                                  \
     const size_t o = ib + (J)*L;                                                                 \
@@ -225,9 +235,10 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     auto vmin = hn::Set(du16, 0xFFFFu);
     const auto one = hn::Set(du16, 1u);
     for (; i + kStep <= n; i += kStep) {
-      // 16-bit vector v (4 L elements) feeds accumulators 2 b + e; its half h starts at element
-      // (4 L v + 2 L h) mod 16 = 2 L b of the step's lanes. With L = 8 both halves are b = 0: the lower is
-      // added first, as the element order requires.
+      if (prefetch) PrefetchBlock(x, dy, gamma, i, kStep);
+        // 16-bit vector v (4 L elements) feeds accumulators 2 b + e; its half h starts at element
+        // (4 L v + 2 L h) mod 16 = 2 L b of the step's lanes. With L = 8 both halves are b = 0: the lower is
+        // added first, as the element order requires.
 #define NNOPS_GN_BF16(V)                                                                                            \
   if constexpr ((V)*4 * L < kStep) {                                                                                \
     const size_t o = i + (V)*4 * L;                                                                                 \
@@ -304,33 +315,34 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
 
 template <size_t L, typename T>
 HWY_INLINE void BlockSumsTyped(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
-                               double mean, double* s1, double* s) {
+                               double mean, double* s1, double* s, bool pf) {
   if constexpr (std::is_same_v<T, hwy::float16_t>) {
-    BlockSumsL<L, 1>(x, dy, gamma, n, mean, s1, s);
+    BlockSumsL<L, 1>(x, dy, gamma, n, mean, s1, s, pf);
   } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    if (!BlockSumsL<L, 2>(x, dy, gamma, n, mean, s1, s)) BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s);
+    if (!BlockSumsL<L, 2>(x, dy, gamma, n, mean, s1, s, pf)) BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s, false);
   } else {
-    BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s);
+    BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s, pf);
   }
 }
 #endif
 
 // Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64, in the
-// order of the NB above.
+// order of the NB above. `prefetch`: PrefetchStream ahead of the three arrays (the bits do not depend on it).
 template <typename T>
 HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
-                                  size_t n, double mean, double* s1, double* s) {
+                                  size_t n, double mean, double* s1, double* s, bool prefetch) {
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
   switch (hn::Lanes(GnDD())) {  // a constant except on SVE
     case 2:
-      return BlockSumsTyped<2>(x, dy, gamma, n, mean, s1, s);
+      return BlockSumsTyped<2>(x, dy, gamma, n, mean, s1, s, prefetch);
     case 4:
-      return BlockSumsTyped<4>(x, dy, gamma, n, mean, s1, s);
+      return BlockSumsTyped<4>(x, dy, gamma, n, mean, s1, s, prefetch);
     default:
-      return BlockSumsTyped<8>(x, dy, gamma, n, mean, s1, s);
+      return BlockSumsTyped<8>(x, dy, gamma, n, mean, s1, s, prefetch);
   }
 #else
   // Targets without float64 vectors (HWY_SCALAR, 32-bit Arm): the same lanes, one element at a time.
+  (void)prefetch;
   double a1[kSumLanes] = {}, as[kSumLanes] = {};
   FinishBlock(x, dy, gamma, 0, n, mean, a1, as, s1, s);
 #endif
@@ -411,7 +423,7 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
         for (int64_t b = 0; b < bpg; ++b) {
           double b1, bs;
           const int64_t base = grp * m + b * B;
-          GnGradBlockSums(x + base, dy + base, gamma + base, block_len(b), mean, &b1, &bs);
+          GnGradBlockSums(x + base, dy + base, gamma + base, block_len(b), mean, &b1, &bs, p.prefetch);
           s1 += b1;
           s += bs;
         }
@@ -427,7 +439,7 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
       const int64_t grp = u / bpg, b = u % bpg;
       const int64_t base = grp * m + b * B;
       GnGradBlockSums(x + base, dy + base, gamma + base, block_len(b), load_as_double(a.mean, a.stat_dtype, grp),
-                      &ws[2 * u], &ws[2 * u + 1]);
+                      &ws[2 * u], &ws[2 * u + 1], p.prefetch);
     }
     detail::barrier();
     int64_t cur = -1;

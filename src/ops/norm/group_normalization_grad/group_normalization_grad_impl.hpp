@@ -62,6 +62,8 @@ struct Plan {
   /// dx is written with non-temporal stores: it is far larger than the last-level cache, so caching it
   /// would only cost a read-for-ownership per line and evict the inputs.
   bool stream_output = false;
+  /// The first pass prefetches ahead of its three arrays (detail::software_prefetch; the bits do not depend on it).
+  bool prefetch = false;
 };
 
 /// Output size from which dx is streamed (non-temporal): well past a typical L3.

@@ -1,6 +1,7 @@
 // Work split for GroupNormalizationGrad (ops-nn "tiling"): a pure function of shape and thread count.
 #include <algorithm>
 
+#include "src/core/check.hpp"
 #include "src/ops/norm/group_normalization_grad/group_normalization_grad_impl.hpp"
 
 namespace nnops::gn_grad {
@@ -33,6 +34,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
   }
   const uint64_t elem = dtype_size(a.dtype);
   p.stream_output = static_cast<uint64_t>(total) * elem >= kStreamOutputBytes;
+  // The one input of the plan that is not the shape: the CPU (the results are the same bits either way).
+  p.prefetch = detail::software_prefetch();
   return p;
 }
 
