@@ -105,7 +105,7 @@ void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const 
 // non-temporal stores after a peel to their alignment (the chunk is whole rows, so the stores cover whole lines).
 template <typename T>
 void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* a,
-                      const float* b, bool stream) {
+                      const float* b, bool stream, bool prefetch) {
   const hn::ScalableTag<float> df;
   const auto one = AccOne(df);
   // One column with the vectors' float32 operations (a tail buffer per array would cost more than the row's
@@ -118,6 +118,7 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
     for (; c < head; ++c) column(c);
   }
   c = F32Map(df, out, c, cols, stream, [&](size_t k) HWY_ATTR {
+    if (prefetch) PrefetchStream(x + k, hn::Lanes(df) * sizeof(T));
     return Normalize(df, LoadF32(df, x + k), hn::LoadU(df, mh + k), hn::LoadU(df, a + k), hn::LoadU(df, b + k), one);
   });
   for (; c < cols; ++c) column(c);
@@ -278,7 +279,11 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
     cb[c] = k.b;
   }
   const bool stream = p.stream_output && cols == stride;
-  for (size_t r = 0; r < rows; ++r) NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ca, cb, stream);
+  // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
+  const bool prefetch = p.prefetch && cols == stride;
+  for (size_t r = 0; r < rows; ++r) {
+    NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ca, cb, stream, prefetch);
+  }
 }
 
 template <typename T>

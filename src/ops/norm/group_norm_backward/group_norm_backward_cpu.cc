@@ -127,7 +127,7 @@ void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupCon
 // whole rows, so the stores cover whole lines).
 template <typename T>
 void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
-               const float* k2, const float* k3, bool stream) {
+               const float* k2, const float* k3, bool stream, bool prefetch) {
   const hn::ScalableTag<float> df;
   // One column with the vectors' float32 operations (dx may be dy: read, then write).
   const auto one = AccOne(df);
@@ -136,6 +136,10 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
     FromFloat((k1[c] * static_cast<float>(ToDouble(dy + c)) - k2[c]) - k3[c] * d, dx + c);
   };
   auto vec = [&](size_t c) HWY_ATTR {
+    if (prefetch) {
+      PrefetchStream(dy + c, hn::Lanes(df) * sizeof(T));
+      PrefetchStream(x + c, hn::Lanes(df) * sizeof(T));
+    }
     return Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, k1 + c),
               hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c), one);
   };
@@ -226,8 +230,10 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   }
   T* dx = static_cast<T*>(a.dx) + off;
   const bool stream = p.stream_output && cols == stride;
+  // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
+  const bool prefetch = p.prefetch && cols == stride;
   for (size_t r = 0; r < rows; ++r) {
-    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3, stream);
+    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3, stream, prefetch);
   }
 }
 
