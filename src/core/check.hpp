@@ -14,7 +14,8 @@ namespace nnops::detail {
 void init_dispatch();
 
 /// Whether kernels issue software prefetches a fixed distance ahead of the arrays they stream (PowerSign's three
-/// arrays, the GroupNorm family's row-major statistics passes); results never depend on it. Measured
+/// arrays, the statistics passes of the GroupNorm family in row-major layout, channels-last output passes over
+/// whole rows); results never depend on it. Measured
 /// (docs/performance.md, "Software prefetch"): on an Intel Xeon, whose hardware prefetchers stop at 4 KiB pages,
 /// PowerSign float32 beyond cache 47.3 -> 40.4 ms a call and GroupNorm float32 76.1 -> 68.7 ms; on AMD Zen 4
 /// (an earlier session) a prefetch ahead of GroupNorm's statistics changed nothing. So: Intel CPUs only;
