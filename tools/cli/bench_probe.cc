@@ -171,8 +171,7 @@ void Mix(void* const* arrays, size_t n, int threads, ProbeVariant v) {
   uint32_t* out[kW > 0 ? kW : 1];
   for (int r = 0; r < kR; ++r) in[r] = static_cast<uint32_t*>(arrays[r]);
   for (int k = 0; k < kW; ++k) out[k] = static_cast<uint32_t*>(arrays[kInPlace ? k : kR + k]);
-  const bool stream_wanted =
-      v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream || v == ProbeVariant::kPrefetchStream;
+  const bool stream_wanted = probe_variant_streams(v);
   detail::parallel_region(threads, [&](int tid, int nt) {
     const hn::ScalableTag<uint32_t> d;
     const size_t N = hn::Lanes(d);
@@ -273,9 +272,7 @@ const char* probe_variant_name(ProbeVariant v) {
 }
 
 bool probe_variant_applies(ProbeVariant v, int writes) {
-  if (v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream || v == ProbeVariant::kPrefetchStream) {
-    return writes > 0;
-  }
+  if (probe_variant_streams(v)) return writes > 0;
   return v != ProbeVariant::kCount;
 }
 

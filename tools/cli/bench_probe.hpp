@@ -29,6 +29,10 @@ enum class ProbeVariant : int {
 };
 
 const char* probe_variant_name(ProbeVariant v);
+/// The variants with non-temporal stores.
+inline bool probe_variant_streams(ProbeVariant v) {
+  return v == ProbeVariant::kStream || v == ProbeVariant::kStagedStream || v == ProbeVariant::kPrefetchStream;
+}
 /// Every variant applies to every mix with at least one write; without writes the store variants are
 /// the same as their plain ones and are skipped.
 bool probe_variant_applies(ProbeVariant v, int writes);

@@ -60,8 +60,8 @@ struct Plan {
   /// out written with non-temporal stores (row-major, or channels-last chunks of whole rows): far larger than the
   /// last-level cache, so caching it would only cost a read-for-ownership per line and evict x.
   bool stream_output = false;
-  /// Row-major statistics passes prefetch ahead of their rows (detail::software_prefetch; the bits do not depend on
-  /// it).
+  /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
+  /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
 };
 

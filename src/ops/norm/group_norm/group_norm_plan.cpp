@@ -1,4 +1,5 @@
-// Work split for GroupNorm (ops-nn "tiling"): a pure function of the shape, the layout and the thread count.
+// Work split for GroupNorm (ops-nn "tiling"): a pure function of the shape, the layout and the thread count (and of
+// the CPU for the software prefetch, which changes no bit).
 #include <algorithm>
 #include <numeric>
 

@@ -278,7 +278,7 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
 
 // Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores on an output one element
 // past a 64-byte boundary (the peel, the streamed middle and the tail), software prefetch on and off, channels-last
-// chunks of 1 to 3 groups and of whole rows, streamed.
+// chunks of 1 to 3 groups and of whole rows, streamed, with and without the output pass's prefetch.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
@@ -292,7 +292,7 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
       const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn::kX].shape());
       const testing::StridedCopy xs(before.t[gn::kX], st);
       if (layout == gn::Layout::kNHWC) a.x = xs.view().data();
-      for (int variant = 0; variant < 6; ++variant) {
+      for (int variant = 0; variant < 7; ++variant) {
         for (int threads : {1, 2, 3}) {
           SCOPED_TRACE(std::string(dtype_name(t)) + (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") +
                        " variant " + std::to_string(variant) + " threads " + std::to_string(threads));
@@ -302,10 +302,11 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
           if (layout == gn::Layout::kNCHW) {
             plan.stream_output = variant % 2;
             plan.prefetch = variant / 2 % 2;
-          } else {  // variant 5: chunks of whole rows, streamed
+          } else {  // variants 5 and 6: chunks of whole rows, streamed, 6 with the prefetch of the output pass
             plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
             plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
             plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+            plan.prefetch = variant == 6;
           }
           const uint64_t cols = static_cast<uint64_t>(a.c);
           plan.scratch_bytes =

@@ -1,5 +1,6 @@
 // Work split for GroupNormBackward (ops-nn "tiling"): a pure function of the shape, the layout and the thread
-// count. The units are GroupNorm's (whole groups), so the per-(n, c) sums are each computed by one thread.
+// count (and of the CPU for the software prefetch, which changes no bit). The units are GroupNorm's (whole groups), so
+// the per-(n, c) sums are each computed by one thread.
 #include <algorithm>
 
 #include "src/core/check.hpp"

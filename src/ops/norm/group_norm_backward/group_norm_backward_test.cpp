@@ -180,8 +180,8 @@ TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
 }
 
 // Every schedule the plan could pick gives the same bits, in place too: threads 1-3, dx streamed one element past
-// a 64-byte boundary (the peel, the streamed middle and the tail), channels-last chunks of 1 to 3 groups and of
-// whole rows, streamed.
+// a 64-byte boundary (the peel, the streamed middle and the tail), software prefetch on and off, channels-last chunks
+// of 1 to 3 groups and of whole rows, streamed, with and without the output pass's prefetch.
 TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
   // A NaN gamma makes its group's dx NaN (through a = sum gamma * sum dy), a NaN rstd its (n, g). Both in float32
   // with all-ones low payload bits, which a bfloat16 rounding without its NaN fix-up would carry into the sign
@@ -227,7 +227,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
     for (gn_bwd::Layout layout : {gn_bwd::Layout::kNCHW, gn_bwd::Layout::kNHWC}) {
       const bool cl = layout == gn_bwd::Layout::kNHWC;
       for (bool in_place : {false, true}) {
-        for (int variant = 0; variant < 6; ++variant) {
+        for (int variant = 0; variant < 7; ++variant) {
           for (int threads : {1, 2, 3}) {
             SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major") +
                          (in_place ? " in place" : "") + " variant " + std::to_string(variant) + " threads " +
@@ -241,10 +241,11 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
             if (!cl) {
               plan.stream_output = variant % 2;
               plan.prefetch = variant / 2 % 2;
-            } else {  // variant 5: chunks of whole rows, streamed
+            } else {  // variants 5 and 6: chunks of whole rows, streamed, 6 with the prefetch of the output pass
               plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
               plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
               plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+              plan.prefetch = variant == 6;
             }
             // Scratch for whole-row chunks and 3 threads.
             const uint64_t c = static_cast<uint64_t>(a.c), ng = static_cast<uint64_t>(a.n * a.groups);

@@ -139,12 +139,6 @@ using GnVD = hn::Vec<GnDD>;
     }                        \
   } while (0)
 
-// Pass 1 over n elements with L float64 lanes per vector (K = 16 / L accumulators per sum). kPath:
-//  0: every product in float64 (float32; bfloat16's fallback), L consecutive elements per vector;
-//  1: float16, dy*gamma in float32 (exact: 11 x 11 bits within [2^-48, 2^32]) on 2 L lanes, then widened;
-//  2: bfloat16 fast path, dy*gamma in float32 on even/odd lane pairs of a 4 L-element vector: accumulator
-//     2 b + e, lane d holds virtual lane 2 L b + 2 d + e (e = 0 even, 1 odd). Returns false, leaving *s1
-//     and *s unset, if the block needs path 0 (a product could leave float32's normal range).
 // PrefetchStream ahead of the three arrays for a step of `count` elements at i.
 template <typename T>
 HWY_INLINE void PrefetchBlock(const T* x, const T* dy, const T* gamma, size_t i, size_t count) {
@@ -153,6 +147,12 @@ HWY_INLINE void PrefetchBlock(const T* x, const T* dy, const T* gamma, size_t i,
   PrefetchStream(gamma + i, count * sizeof(T));
 }
 
+// Pass 1 over n elements with L float64 lanes per vector (K = 16 / L accumulators per sum). kPath:
+//  0: every product in float64 (float32; bfloat16's fallback), L consecutive elements per vector;
+//  1: float16, dy*gamma in float32 (exact: 11 x 11 bits within [2^-48, 2^32]) on 2 L lanes, then widened;
+//  2: bfloat16 fast path, dy*gamma in float32 on even/odd lane pairs of a 4 L-element vector: accumulator
+//     2 b + e, lane d holds virtual lane 2 L b + 2 d + e (e = 0 even, 1 odd). Returns false, leaving *s1
+//     and *s unset, if the block needs path 0 (a product could leave float32's normal range).
 template <size_t L, int kPath, typename T>
 HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
                            double mean, double* s1, double* s, bool prefetch) {

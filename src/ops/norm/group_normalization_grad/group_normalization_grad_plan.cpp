@@ -1,4 +1,5 @@
-// Work split for GroupNormalizationGrad (ops-nn "tiling"): a pure function of shape and thread count.
+// Work split for GroupNormalizationGrad (ops-nn "tiling"): a pure function of shape and thread count (and of the CPU
+// for the software prefetch, which changes no bit).
 #include <algorithm>
 
 #include "src/core/check.hpp"
