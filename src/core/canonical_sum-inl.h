@@ -63,6 +63,11 @@ HWY_INLINE void FromFloat(float v, hwy::bfloat16_t* p) {
   std::memcpy(p, &b, 2);
 }
 
+// No work beside the sums (CanonRowSums' `side`).
+struct NoSide {
+  HWY_INLINE void operator()(size_t) const {}
+};
+
 // The fixed combination of the 16 lane sums: pairwise, lane 0 leftmost.
 HWY_INLINE double CanonCombine(const double* l) {
   const double a = ((l[0] + l[1]) + (l[2] + l[3])) + ((l[4] + l[5]) + (l[6] + l[7]));
@@ -118,10 +123,12 @@ HWY_INLINE double CanonCombineVectors(D d, V v0, V v1, V v2, V v3, V v4, V v5, V
 // does the same for one element. out[0..kK) receive the canonical sums. kMix: half of the first statistic's
 // accumulators add on the add pipes, the rest through AccAdd (for terms of one subtraction and one multiply, such
 // as x - K and (x - K)^2; without kMix every accumulation goes through AccAdd, for terms with more additions).
-// `prefetch`: PrefetchStream ahead of x and y (the bits do not depend on it).
-template <size_t kR, size_t kK, bool kMix, typename T, class VF, class SF>
+// `prefetch`: PrefetchStream ahead of x and y (the bits do not depend on it). `side(i)` runs before each step of
+// 16 elements from i: other work interleaved with the sums (a pipelined kernel writes the previous group's output
+// while these rows come in from memory); it must not touch the sums' inputs or outputs.
+template <size_t kR, size_t kK, bool kMix, typename T, class VF, class SF, class Side>
 HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t n, const VF& vf, const SF& sf,
-                              double* out, bool prefetch) {
+                              double* out, bool prefetch, Side& side) {
   const CanonD d;
   const CanonF df;
   const size_t N = hn::Lanes(d);
@@ -130,6 +137,7 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   NNOPS_CANON_ACC(b);
   size_t i = 0;
   for (; i + kCanonLanes <= n; i += kCanonLanes) {
+    side(i);
     if (prefetch) {
       PrefetchStream(x + i, kCanonLanes * sizeof(T));
       if (y != x) PrefetchStream(y + i, kCanonLanes * sizeof(T));
@@ -164,20 +172,20 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   if (kK > 1) out[1] = CanonCombineVectors<kR>(d, b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15);
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF>
+template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, const SF& sf, double* out,
-                             bool prefetch = false) {
+                             bool prefetch = false, Side&& side = Side()) {
   switch (kCanonLanes / hn::Lanes(CanonD())) {
     case 1:
-      return CanonRowSumsR<1, kK, kMix>(x, y, n, vf, sf, out, prefetch);
+      return CanonRowSumsR<1, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
     case 2:
-      return CanonRowSumsR<2, kK, kMix>(x, y, n, vf, sf, out, prefetch);
+      return CanonRowSumsR<2, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
     case 4:
-      return CanonRowSumsR<4, kK, kMix>(x, y, n, vf, sf, out, prefetch);
+      return CanonRowSumsR<4, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
     case 8:
-      return CanonRowSumsR<8, kK, kMix>(x, y, n, vf, sf, out, prefetch);
+      return CanonRowSumsR<8, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
     default:
-      return CanonRowSumsR<16, kK, kMix>(x, y, n, vf, sf, out, prefetch);
+      return CanonRowSumsR<16, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
   }
 }
 #undef NNOPS_CANON_ACC
@@ -320,8 +328,10 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
 
 #else  // no float64 vectors: the same order, one element at a time
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF>
-HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const SF& sf, double* out, bool = false) {
+// The side work is left to the caller's finish (it only makes progress; see CanonRowSumsR).
+template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
+HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const SF& sf, double* out, bool = false,
+                             Side&& = Side()) {
   double la[kCanonLanes] = {}, lb[kCanonLanes] = {};
   for (size_t i = 0; i < n; ++i) {
     double s0 = 0, s1 = 0;

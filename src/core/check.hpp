@@ -22,6 +22,14 @@ void init_dispatch();
 /// NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides (for measuring).
 bool software_prefetch();
 
+/// Whether the row-major GroupNorm and GroupNormBackward kernels write a group's streamed output while the next
+/// group's statistics pass reads that group in (PipelineGroups, src/core/row_map-inl.h), rather than group by group;
+/// results never depend on it. Measured on the Intel Xeon VM, whose one core loads ~14 GB/s and stores ~22 GB/s
+/// alone but ~20 GB/s of both together (docs/performance.md, "Overlapped passes"): GroupNorm float32
+/// [24, 320, 64, 64] 0.49 -> 0.42 ns/element on one thread. Not measured on AMD, where an earlier session found a
+/// similar interleave in GroupNormalizationGrad slower; so Intel CPUs only; NNOPS_OVERLAP_PASSES=0 or 1 overrides.
+bool overlap_passes();
+
 Status invalid_arg(const char* op, const std::string& what);
 
 /// Rank in range, dims >= 0, strides >= 0, element and byte counts and the bytes the view spans fit in

@@ -81,15 +81,25 @@ void init_dispatch() {
   });
 }
 
-bool software_prefetch() {
-  static const bool on = [] {
-    if (const char* env = std::getenv("NNOPS_SOFTWARE_PREFETCH")) return std::strcmp(env, "0") != 0;
+namespace {
+// On Intel CPUs unless the environment variable `env` says 0 or 1.
+bool intel_unless(const char* env) {
+  if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    return __builtin_cpu_is("intel") != 0;
+  return __builtin_cpu_is("intel") != 0;
 #else
-    return false;
+  return false;
 #endif
-  }();
+}
+}  // namespace
+
+bool software_prefetch() {
+  static const bool on = intel_unless("NNOPS_SOFTWARE_PREFETCH");
+  return on;
+}
+
+bool overlap_passes() {
+  static const bool on = intel_unless("NNOPS_OVERLAP_PASSES");
   return on;
 }
 }  // namespace detail

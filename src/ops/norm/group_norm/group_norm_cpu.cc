@@ -13,6 +13,9 @@
 // statistics then add the channel sums in channel order, and the output is elementwise. A thread always owns
 // whole groups (row-major: one group per unit; channels-last: a chunk of whole groups of one sample).
 //
+// Row-major groups of a streamed float32 output are pipelined on Intel CPUs (gn::Plan::pipeline): a group's output
+// pass runs beside the next group's statistics pass (PipelineGroups, src/core/row_map-inl.h), the same operations.
+//
 // Channels-last chunks: a unit reads the columns of chunk_groups whole groups (a multiple of 16 channels when
 // the group size allows, so that rows are whole vectors) over all HxW rows, twice: the second read finds the
 // chunk in L2 only when it is small; the plan prefers whole rows (see gn::channels_last_chunk).
@@ -35,6 +38,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/core/canonical_sum-inl.h"
+#include "src/core/row_map-inl.h"
 #include "src/core/simd_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -74,32 +78,17 @@ HWY_INLINE hn::Vec<DF> Normalize(DF /*df*/, hn::Vec<DF> v, hn::Vec<DF> mh, hn::V
   return AccAdd(b, hn::Mul(hn::Sub(v, mh), a), one);
 }
 
-// One contiguous row (a channel of the row-major layout) with the channel's constants. `stream`: non-temporal
-// stores (outputs far beyond the last-level cache), after a peel to their alignment.
-template <typename T>
-void NormalizeRow(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t n, const ChannelConsts& k, bool stream) {
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
-  const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b), one = AccOne(df);
-  auto partial = [&](size_t i, size_t r)
-                     HWY_ATTR { StoreF32N(df, Normalize(df, LoadF32N(df, x + i, r), mh, a, b, one), out + i, r); };
-  size_t i = 0;
-  if (stream) {
-    const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
-    const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
-    for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
+// One contiguous row (a channel of the row-major layout) with the channel's constants: MapRow's elementwise form
+// (src/core/row_map-inl.h), the constants built inside from the scalars it holds. NaNs here come from bfloat16 x,
+// the default NaN, or the constants, whose NaNs Consts made canonical (as Bf16PairMap's rounding needs).
+struct NormalizeFn {
+  ChannelConsts k;
+  template <class DF, class Body>
+  HWY_INLINE auto With(DF df, const Body& body) const {
+    const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b), one = AccOne(df);
+    return body([&](auto v) HWY_ATTR { return Normalize(df, v, mh, a, b, one); });
   }
-#if HWY_TARGET != HWY_SCALAR
-  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    // NaNs here come from bfloat16 x, the default NaN, or the constants, whose NaNs Consts made canonical.
-    i = Bf16PairMap(
-        df, out, i, n, stream, [&](auto v) HWY_ATTR { return Normalize(df, v, mh, a, b, one); }, x);
-  }
-#endif
-  i = F32Map(df, out, i, n, stream,
-             [&](size_t k) HWY_ATTR { return Normalize(df, LoadF32(df, x + k), mh, a, b, one); });
-  if (i < n) partial(i, n - i);
-}
+};
 
 // One row of a channels-last chunk: `cols` channels, each with its constants in the three arrays. `stream`:
 // non-temporal stores after a peel to their alignment (the chunk is whole rows, so the stores cover whole lines).
@@ -163,21 +152,26 @@ struct ShiftedTerms {
 template <typename T>
 constexpr bool kMixSums = std::is_same_v<T, float>;
 
-template <typename T>
-void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta, double* stats, double* scratch,
-               bool stream, bool prefetch) {
-  const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups;
+// A row-major group's statistics (its mean and rstd, also into the workspace), CanonRowSums' side work of row c
+// from side_of(c) (PipelineGroups).
+struct GroupStats {
+  double mean, rstd;
+  int64_t c0;  // the group's first channel
+};
+
+template <typename T, class SideOf>
+GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scratch, bool prefetch,
+                          const SideOf& side_of) {
+  const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw);
   const double m = static_cast<double>(cpg * a.hw);
-  const int64_t c0 = g * cpg;
-  const T* x = static_cast<const T*>(a.x) + (n * a.c + c0) * a.hw;
-  T* out = static_cast<T*>(a.out) + (n * a.c + c0) * a.hw;
+  const T* x = static_cast<const T*>(a.x) + q * cpg * a.hw;
   double* s1 = scratch;
   double* s2 = scratch + cpg;
   const ShiftedTerms terms{ToDouble(x)};
   for (int64_t c = 0; c < cpg; ++c) {
     double o[2];
-    CanonRowSums<2, kMixSums<T>>(x + c * hw, x + c * hw, hw, terms, terms, o, prefetch);
+    CanonRowSums<2, kMixSums<T>>(x + c * hw, x + c * hw, hw, terms, terms, o, prefetch, side_of(c));
     s1[c] = o[0];
     s2[c] = o[1];
   }
@@ -195,11 +189,26 @@ void GroupNCHW(const Args& a, int64_t q, const double* gamma, const double* beta
     for (int64_t c = 0; c < cpg; ++c) CanonRowSums<1>(x + c * hw, x + c * hw, hw, vsq, ssq, &s2[c]);
     mo.var = GroupSum(s2, cpg) / m;
   }
-  const double rstd = 1.0 / std::sqrt(mo.var + a.eps);
-  StoreStats(a, stats, q, mo.mean, rstd);
-  for (int64_t c = 0; c < cpg; ++c) {
-    NormalizeRow(x + c * hw, out + c * hw, hw, Consts(mo.mean, rstd, gamma[c0 + c], beta[c0 + c]), stream);
-  }
+  const GroupStats st{mo.mean, 1.0 / std::sqrt(mo.var + a.eps), q % a.groups * cpg};
+  StoreStats(a, stats, q, st.mean, st.rstd);
+  return st;
+}
+
+// A thread's row-major groups [q0, q1) (see PipelineGroups for `pipeline`).
+template <typename T>
+void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, const double* beta, double* stats,
+                double* scratch, bool stream, bool prefetch, bool pipeline) {
+  const int64_t cpg = a.cpg();
+  const size_t hw = static_cast<size_t>(a.hw);
+  auto group_stats = [&](int64_t q, const auto& side_of) {
+    return GroupNCHWStats<T>(a, q, stats, scratch, prefetch, side_of);
+  };
+  auto row_of = [&](int64_t q, int64_t c, const GroupStats& st) {
+    const int64_t ch = st.c0 + c, offset = (q * cpg + c) * a.hw;
+    const NormalizeFn f{Consts(st.mean, st.rstd, gamma[ch], beta[ch])};
+    return MakeSideRow(static_cast<T*>(a.out) + offset, hw, stream, f, static_cast<const T*>(a.x) + offset);
+  };
+  PipelineGroups(q0, q1, cpg, pipeline, group_stats, row_of);
 }
 
 template <typename T>
@@ -299,12 +308,11 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
     unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
-    for (int64_t u = u0; u < u1; ++u) {
-      if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, u, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output, p.prefetch);
-      } else {
-        ChunkNHWC<T>(a, p, u, gamma, beta, stats, scratch);
-      }
+    if (a.layout == Layout::kNCHW) {
+      GroupsNCHW<T>(a, u0, u1, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output, p.prefetch,
+                    p.pipeline);
+    } else {
+      for (int64_t u = u0; u < u1; ++u) ChunkNHWC<T>(a, p, u, gamma, beta, stats, scratch);
     }
     if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
   });

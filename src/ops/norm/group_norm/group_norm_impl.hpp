@@ -63,6 +63,10 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
+  /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
+  /// thread's groups in order), so that the stores to memory overlap the loads from it; for outputs that are
+  /// streamed (the bits do not depend on it).
+  bool pipeline = false;
 };
 
 /// Output size from which out is streamed (non-temporal).

@@ -1,5 +1,5 @@
-// Work split for GroupNorm (ops-nn "tiling"): a pure function of the shape, the layout and the thread count (and of
-// the CPU for the software prefetch, which changes no bit).
+// Work split for GroupNorm (ops-nn "tiling"): a pure function of the shape, the dtype, the layout and the thread
+// count (and of the CPU for the software prefetch and the overlapped passes, which change no bit).
 #include <algorithm>
 #include <numeric>
 
@@ -80,8 +80,11 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) +
                       round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
-  // The one input of the plan that is not the shape: the CPU (the results are the same bits either way).
+  // The inputs of the plan that are not the shape: the CPU (the results are the same bits either way). The
+  // pipeline only for float32: the half types' passes are bound by their conversions, and overlapping them measured
+  // slower (docs/performance.md, "Overlapped passes").
   p.prefetch = detail::software_prefetch();
+  p.pipeline = u.stream && a.layout == Layout::kNCHW && a.dtype == DType::kFloat32 && detail::overlap_passes();
   return p;
 }
 

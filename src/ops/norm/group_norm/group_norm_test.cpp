@@ -276,62 +276,109 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
   EXPECT_EQ(gn::make_plan(a, Context{8}).num_threads, 1);
 }
 
-// Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores on an output one element
-// past a 64-byte boundary (the peel, the streamed middle and the tail), software prefetch on and off, channels-last
+// Runs gn::run by hand with make_plan's plan for 3 threads (its scratch holds every variant below: whole-row chunks
+// included) changed by `edit`, on `threads` threads; the output goes one element past a 64-byte boundary (so
+// streamed stores have a peel, a middle and a tail).
+template <class Edit>
+ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads, const Edit& edit) {
+  const DType t = before.t[gn::kX].dtype();
+  const std::vector<TensorView> v = before.views();
+  gn::Args a;
+  EXPECT_TRUE(gn::check(v.data(), before.attrs, &a));
+  a.layout = layout;
+  const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn::kX].shape());
+  const testing::StridedCopy xs(before.t[gn::kX], st);
+  if (layout == gn::Layout::kNHWC) a.x = xs.view().data();
+  gn::Plan plan = gn::make_plan(a, Context{3});
+  plan.num_threads = threads;
+  edit(a, plan);
+  const uint64_t cols = static_cast<uint64_t>(a.c);
+  plan.scratch_bytes =
+      (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 + (4 * cols * 4 + 63) / 64 * 64;
+  plan.workspace_bytes = gn::round64(2 * static_cast<uint64_t>(a.c) * 8) +
+                         gn::round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + 3 * plan.scratch_bytes;
+  ops::Problem p = before.clone();
+  std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
+  unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+  a.out = out;
+  a.mean = p.t[gn::kMean].view();
+  a.rstd = p.t[gn::kRstd].view();
+  HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
+  gn::run(plan, a, ws.data());
+  if (layout == gn::Layout::kNCHW) {
+    std::memcpy(p.t[gn::kOut].data(), out, p.t[gn::kOut].bytes());
+  } else {
+    const TensorView ov = TensorView::strided(out, t, before.t[gn::kX].shape().data(), st.data(), 4);
+    detail::gather_dense(ov, p.t[gn::kOut].data());
+  }
+  return p;
+}
+
+// Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores, software prefetch on and
+// off, row-major groups pipelined (each group's output beside the next group's statistics) or not, channels-last
 // chunks of 1 to 3 groups and of whole rows, streamed, with and without the output pass's prefetch.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
     ops::Problem want = before.clone();
     ASSERT_TRUE(call(want, 1));
-    const std::vector<TensorView> v = before.views();
-    for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
-      gn::Args a;
-      ASSERT_TRUE(gn::check(v.data(), before.attrs, &a));
-      a.layout = layout;
-      const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn::kX].shape());
-      const testing::StridedCopy xs(before.t[gn::kX], st);
-      if (layout == gn::Layout::kNHWC) a.x = xs.view().data();
-      for (int variant = 0; variant < 7; ++variant) {
-        for (int threads : {1, 2, 3}) {
-          SCOPED_TRACE(std::string(dtype_name(t)) + (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") +
-                       " variant " + std::to_string(variant) + " threads " + std::to_string(threads));
-          // Plans for 3 threads and whole-row chunks hold scratch for every variant below.
-          gn::Plan plan = gn::make_plan(a, Context{3});
-          plan.num_threads = threads;
-          if (layout == gn::Layout::kNCHW) {
-            plan.stream_output = variant % 2;
-            plan.prefetch = variant / 2 % 2;
-          } else {  // variants 5 and 6: chunks of whole rows, streamed, 6 with the prefetch of the output pass
-            plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
-            plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
-            plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
-            plan.prefetch = variant == 6;
+    testing::for_each_isa([&](const std::string&) {
+      for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
+        for (int variant = 0; variant < 8; ++variant) {
+          for (int threads : {1, 2, 3}) {
+            SCOPED_TRACE(std::string(dtype_name(t)) + (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") +
+                         " variant " + std::to_string(variant) + " threads " + std::to_string(threads));
+            const ops::Problem p = run_plan(before, layout, threads, [&](const gn::Args& a, gn::Plan& plan) {
+              if (layout == gn::Layout::kNCHW) {
+                plan.stream_output = variant % 2;
+                plan.prefetch = variant / 2 % 2;
+                plan.pipeline = variant / 4;
+              } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
+                plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
+                plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+                plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+                plan.prefetch = variant >= 6;
+              }
+            });
+            EXPECT_TRUE(same_outputs(p, want));
           }
-          const uint64_t cols = static_cast<uint64_t>(a.c);
-          plan.scratch_bytes =
-              (2 * 16 * cols * 8 + 63) / 64 * 64 + (4 * cols * 8 + 63) / 64 * 64 + (4 * cols * 4 + 63) / 64 * 64;
-          plan.workspace_bytes = gn::round64(2 * static_cast<uint64_t>(a.c) * 8) +
-                                 gn::round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + 3 * plan.scratch_bytes;
-          ops::Problem p = before.clone();
-          std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
-          unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
-          a.out = out;
-          a.mean = p.t[gn::kMean].view();
-          a.rstd = p.t[gn::kRstd].view();
-          HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
-          gn::run(plan, a, ws.data());
-          if (layout == gn::Layout::kNCHW) {
-            std::memcpy(p.t[gn::kOut].data(), out, p.t[gn::kOut].bytes());
-          } else {
-            const TensorView ov = TensorView::strided(out, t, before.t[gn::kX].shape().data(), st.data(), 4);
-            detail::gather_dense(ov, p.t[gn::kOut].data());
-          }
-          EXPECT_TRUE(same_outputs(p, want));
         }
       }
-    }
+    });
   }
+}
+
+// A pipelined thread's later groups take the classical second pass where the one-pass variance is not certified
+// (groups 1 and 3 of 4, each of 16384 elements, start with an outlier; see OnePassVarianceIsCertifiedOrRedone).
+TEST(GroupNorm, PipelinedGroupsRedoTheVarianceWhereNeeded) {
+  ops::Problem p = problem(DType::kFloat32, {2, 4, 8192}, 2, 23, false);
+  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, 3.0 + std::sin(0.37 * static_cast<double>(i)));
+  p.t[gn::kX].set(2 * 8192, -1e6);
+  p.t[gn::kX].set(6 * 8192, -1e6);
+  double s1 = 0, s2 = 0;  // group 1's shifted sums: not certified
+  for (int64_t i = 2 * 8192; i < 4 * 8192; ++i) {
+    const double d = p.t[gn::kX].get(i) - p.t[gn::kX].get(2 * 8192);
+    s1 += d;
+    s2 += d * d;
+  }
+  ASSERT_FALSE(gn::one_pass_moments(-1e6, s1, s2, 2 * 8192).ok);
+  const ops::Problem before = p.clone();
+  expect_matches_reference(before);
+  ops::Problem want = before.clone();
+  ASSERT_TRUE(call(want, 1));
+  testing::for_each_isa([&](const std::string&) {
+    for (int threads : {1, 2}) {
+      for (bool stream : {false, true}) {
+        SCOPED_TRACE("threads " + std::to_string(threads) + (stream ? " streamed" : ""));
+        EXPECT_TRUE(same_outputs(run_plan(before, gn::Layout::kNCHW, threads,
+                                          [&](const gn::Args&, gn::Plan& plan) {
+                                            plan.pipeline = true;
+                                            plan.stream_output = stream;
+                                          }),
+                                 want));
+      }
+    }
+  });
 }
 
 TEST(GroupNorm, EmptyInputsWriteNothing) {

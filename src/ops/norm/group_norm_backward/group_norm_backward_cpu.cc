@@ -33,6 +33,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/core/canonical_sum-inl.h"
+#include "src/core/row_map-inl.h"
 #include "src/core/simd_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -92,36 +93,18 @@ void GroupSums(const double* gamma, const double* bs, const double* ds, int64_t 
   *b = sb;
 }
 
-template <typename T>
-void DxRow(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t n, const GroupConsts& g, float k1, bool stream) {
-  // dx may be dy itself (in place): each element is read before it is written. `stream`: non-temporal stores
-  // after a peel to their alignment.
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
-  const auto mh = hn::Set(df, g.mean_hi), vk1 = hn::Set(df, CanonicalNaN(k1)), k2 = hn::Set(df, g.k2),
-             k3 = hn::Set(df, g.k3);
-  const auto one = AccOne(df);
-  auto partial = [&](size_t i, size_t r) HWY_ATTR {
-    StoreF32N(df, Dx(LoadF32N(df, dy + i, r), LoadF32N(df, x + i, r), mh, vk1, k2, k3, one), dx + i, r);
-  };
-  size_t i = 0;
-  if (stream) {
-    const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
-    const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
-    for (; i < head; i += std::min(N, head - i)) partial(i, std::min(N, head - i));
+// dx of one row-major row, MapRow's elementwise form (src/core/row_map-inl.h; dx may be dy, in place: MapRow reads
+// each vector before it writes it). NaNs come from dy and x, the default NaN, or the constants, made canonical
+// (Consts, above), as Bf16PairMap's rounding needs.
+struct DxFn {
+  float mean_hi, k1, k2, k3;
+  template <class DF, class Body>
+  HWY_INLINE auto With(DF df, const Body& body) const {
+    const auto mh = hn::Set(df, mean_hi), vk1 = hn::Set(df, k1), vk2 = hn::Set(df, k2), vk3 = hn::Set(df, k3);
+    const auto one = AccOne(df);
+    return body([&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, vk2, vk3, one); });
   }
-#if HWY_TARGET != HWY_SCALAR
-  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    // NaNs here come from bfloat16 dy and x, the default NaN, or the constants, made canonical (Consts, above).
-    i = Bf16PairMap(
-        df, dx, i, n, stream, [&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, k2, k3, one); }, dy, x);
-  }
-#endif
-  // dx may be dy: F32Map reads each vector before it writes it.
-  i = F32Map(df, dx, i, n, stream,
-             [&](size_t k) HWY_ATTR { return Dx(LoadF32(df, dy + k), LoadF32(df, x + k), mh, vk1, k2, k3, one); });
-  if (i < n) partial(i, n - i);
-}
+};
 
 // One row of a channels-last chunk: per-column constants in the arrays. `stream`: as in DxRow (the chunk is
 // whole rows, so the stores cover whole lines).
@@ -153,8 +136,15 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
   for (; c < cols; ++c) column(c);
 }
 
-template <typename T>
-void GroupNCHW(const Args& a, const Shared& s, int64_t q, bool stream, bool prefetch) {
+// A row-major group's pass 1 (the (n, c) sums; CanonRowSums' side work of row c from side_of(c), see
+// PipelineGroups) and its dx constants.
+struct GroupDx {
+  GroupConsts k;
+  int64_t c0;  // the group's first channel
+};
+
+template <typename T, class SideOf>
+GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, const SideOf& side_of) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups, c0 = g * cpg;
   const size_t hw = static_cast<size_t>(a.hw);
   const int64_t off = (n * a.c + c0) * a.hw;
@@ -173,18 +163,29 @@ void GroupNCHW(const Args& a, const Shared& s, int64_t q, bool stream, bool pref
   double* ds = s.d_sum + n * a.c + c0;
   for (int64_t c = 0; c < cpg; ++c) {
     double out[2];
-    CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch);
+    CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
     bs[c] = out[0];
     ds[c] = out[1];
   }
-  if (a.dx == nullptr) return;
   double sa, sb;
   GroupSums(s.gamma + c0, bs, ds, cpg, &sa, &sb);
-  const GroupConsts k = Consts(mean, s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw));
-  T* dx = static_cast<T*>(a.dx) + off;
-  for (int64_t c = 0; c < cpg; ++c) {
-    DxRow(dy + c * hw, x + c * hw, dx + c * hw, hw, k, static_cast<float>(k.rstd * s.gamma[c0 + c]), stream);
-  }
+  return {Consts(mean, s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw)), c0};
+}
+
+// A thread's row-major groups [q0, q1): pass 1, then dx (if asked for; see PipelineGroups for `pipeline`).
+template <typename T>
+void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool stream, bool prefetch, bool pipeline) {
+  const int64_t cpg = a.cpg();
+  const size_t hw = static_cast<size_t>(a.hw);
+  auto sums = [&](int64_t q, const auto& side_of) { return GroupNCHWSums<T>(a, s, q, prefetch, side_of); };
+  auto row_of = [&](int64_t q, int64_t c, const GroupDx& g) {
+    const GroupConsts& k = g.k;
+    const int64_t off = (q * cpg + c) * a.hw;
+    const DxFn f{k.mean_hi, CanonicalNaN(static_cast<float>(k.rstd * s.gamma[g.c0 + c])), k.k2, k.k3};
+    return MakeSideRow(static_cast<T*>(a.dx) + off, hw, stream, f, static_cast<const T*>(a.dy) + off,
+                       static_cast<const T*>(a.x) + off);
+  };
+  PipelineGroups(q0, q1, a.dx == nullptr ? 0 : cpg, pipeline && a.dx != nullptr, sums, row_of);
 }
 
 template <typename T>
@@ -255,12 +256,10 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   detail::parallel_region(p.num_threads, [&](int tid, int nt) HWY_ATTR {
     unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
-    for (int64_t u = u0; u < u1; ++u) {
-      if (a.layout == Layout::kNCHW) {
-        GroupNCHW<T>(a, s, u, p.stream_output, p.prefetch);
-      } else {
-        ChunkNHWC<T>(a, p, s, u, scratch);
-      }
+    if (a.layout == Layout::kNCHW) {
+      GroupsNCHW<T>(a, s, u0, u1, p.stream_output, p.prefetch, p.pipeline);
+    } else {
+      for (int64_t u = u0; u < u1; ++u) ChunkNHWC<T>(a, p, s, u, scratch);
     }
     if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
     if (a.dgamma.is_none() && a.dbeta.is_none()) return;

@@ -52,6 +52,8 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
+  /// Row-major: each group's dx written while the next group's pass 1 reads that group in (see gn::Plan).
+  bool pipeline = false;
 };
 
 Plan make_plan(const Args& a, const Context& ctx);

@@ -224,57 +224,60 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
     const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn_bwd::kDy].shape());
     const testing::StridedCopy dys(before.t[gn_bwd::kDy], st), xs(before.t[gn_bwd::kX], st);
     const size_t bytes = before.t[gn_bwd::kDx].bytes();
-    for (gn_bwd::Layout layout : {gn_bwd::Layout::kNCHW, gn_bwd::Layout::kNHWC}) {
-      const bool cl = layout == gn_bwd::Layout::kNHWC;
-      for (bool in_place : {false, true}) {
-        for (int variant = 0; variant < 7; ++variant) {
-          for (int threads : {1, 2, 3}) {
-            SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major") +
-                         (in_place ? " in place" : "") + " variant " + std::to_string(variant) + " threads " +
-                         std::to_string(threads));
-            gn_bwd::Args a;
-            ASSERT_TRUE(gn_bwd::check(v.data(), before.attrs, &a));
-            a.layout = layout;
-            if (cl) a.dy = dys.view().data(), a.x = xs.view().data();
-            gn_bwd::Plan plan = gn_bwd::make_plan(a, Context{3});
-            plan.num_threads = threads;
-            if (!cl) {
-              plan.stream_output = variant % 2;
-              plan.prefetch = variant / 2 % 2;
-            } else {  // variants 5 and 6: chunks of whole rows, streamed, 6 with the prefetch of the output pass
-              plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
-              plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
-              plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
-              plan.prefetch = variant == 6;
+    testing::for_each_isa([&](const std::string&) {
+      for (gn_bwd::Layout layout : {gn_bwd::Layout::kNCHW, gn_bwd::Layout::kNHWC}) {
+        const bool cl = layout == gn_bwd::Layout::kNHWC;
+        for (bool in_place : {false, true}) {
+          for (int variant = 0; variant < 8; ++variant) {
+            for (int threads : {1, 2, 3}) {
+              SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major") +
+                           (in_place ? " in place" : "") + " variant " + std::to_string(variant) + " threads " +
+                           std::to_string(threads));
+              gn_bwd::Args a;
+              ASSERT_TRUE(gn_bwd::check(v.data(), before.attrs, &a));
+              a.layout = layout;
+              if (cl) a.dy = dys.view().data(), a.x = xs.view().data();
+              gn_bwd::Plan plan = gn_bwd::make_plan(a, Context{3});
+              plan.num_threads = threads;
+              if (!cl) {
+                plan.stream_output = variant % 2;
+                plan.prefetch = variant / 2 % 2;
+                plan.pipeline = variant / 4;  // each group's dx beside the next group's pass 1
+              } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
+                plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
+                plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+                plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+                plan.prefetch = variant >= 6;
+              }
+              // Scratch for whole-row chunks and 3 threads.
+              const uint64_t c = static_cast<uint64_t>(a.c), ng = static_cast<uint64_t>(a.n * a.groups);
+              plan.scratch_bytes = round64(2 * 16 * c * 8) + round64(c * 8) + round64(5 * c * 4);
+              plan.workspace_bytes = round64(c * 8) + round64(2 * ng * 8) +
+                                     round64(2 * static_cast<uint64_t>(a.n) * c * 8) + 3 * plan.scratch_bytes;
+              ops::Problem p = before.clone();
+              std::vector<unsigned char> raw(bytes + 256);
+              unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+              if (in_place) {
+                std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
+                a.dy = out;
+              }
+              a.dx = out;
+              a.dgamma = p.t[gn_bwd::kDgamma].view();
+              a.dbeta = p.t[gn_bwd::kDbeta].view();
+              HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
+              gn_bwd::run(plan, a, ws.data());
+              if (!cl) {
+                std::memcpy(p.t[gn_bwd::kDx].data(), out, bytes);
+              } else {
+                const TensorView ov = TensorView::strided(out, t, before.t[gn_bwd::kDy].shape().data(), st.data(), 4);
+                detail::gather_dense(ov, p.t[gn_bwd::kDx].data());
+              }
+              EXPECT_TRUE(same_outputs(p, want));
             }
-            // Scratch for whole-row chunks and 3 threads.
-            const uint64_t c = static_cast<uint64_t>(a.c), ng = static_cast<uint64_t>(a.n * a.groups);
-            plan.scratch_bytes = round64(2 * 16 * c * 8) + round64(c * 8) + round64(5 * c * 4);
-            plan.workspace_bytes = round64(c * 8) + round64(2 * ng * 8) +
-                                   round64(2 * static_cast<uint64_t>(a.n) * c * 8) + 3 * plan.scratch_bytes;
-            ops::Problem p = before.clone();
-            std::vector<unsigned char> raw(bytes + 256);
-            unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
-            if (in_place) {
-              std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
-              a.dy = out;
-            }
-            a.dx = out;
-            a.dgamma = p.t[gn_bwd::kDgamma].view();
-            a.dbeta = p.t[gn_bwd::kDbeta].view();
-            HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
-            gn_bwd::run(plan, a, ws.data());
-            if (!cl) {
-              std::memcpy(p.t[gn_bwd::kDx].data(), out, bytes);
-            } else {
-              const TensorView ov = TensorView::strided(out, t, before.t[gn_bwd::kDy].shape().data(), st.data(), 4);
-              detail::gather_dense(ov, p.t[gn_bwd::kDx].data());
-            }
-            EXPECT_TRUE(same_outputs(p, want));
           }
         }
       }
-    }
+    });
   }
 }
 
