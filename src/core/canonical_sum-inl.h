@@ -230,7 +230,10 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     const size_t r1 = std::min(rows, r0 + B);
     const bool first = r0 == 0;
     auto load = [&](const double* p) HWY_ATTR { return first ? hn::Zero(d) : hn::LoadU(d, p); };
-    // The next block's lines, in address order, spread evenly over this block's (strip, lane) steps.
+    // The next block's lines, in address order, spread evenly over this block's (strip, lane) steps, into L2 (the
+    // block is 64 rows of up to 1024 columns, more than L1 holds): prefetcht1 measured faster than t0 on the Intel
+    // Xeon VM (GroupNorm channels-last [24, 320, 64, 64] float32 0.72-0.74 -> 0.70 ns/element, 1 thread; the
+    // statistics pass alone 0.40 -> 0.33), and no different from t0 on AMD Zen 4 in an earlier session.
     const size_t pf_end = std::min(rows, r1 + B);
     const size_t steps = cols / (4 * N) * kCanonLanes;
     const size_t per = steps ? ((pf_end - r1) * seg_lines + steps - 1) / steps : 0;
@@ -239,8 +242,8 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     for (; c + 4 * N <= cols; c += 4 * N) {
       for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
         for (size_t k = 0; k < per && pf_r < pf_end; ++k) {
-          hwy::Prefetch(reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o);
-          if (y != x) hwy::Prefetch(reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o);
+          __builtin_prefetch(reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o, 0, 2);
+          if (y != x) __builtin_prefetch(reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o, 0, 2);
           pf_o += 64;
           if (pf_o >= seg) pf_o = 0, ++pf_r;
         }
