@@ -26,7 +26,7 @@ bool software_prefetch();
 /// group's statistics pass reads that group in (PipelineGroups, src/core/row_map-inl.h), rather than group by group;
 /// results never depend on it. Measured on the Intel Xeon VM, whose one core loads ~14 GB/s and stores ~22 GB/s
 /// alone but ~20 GB/s of both together (docs/performance.md, "Overlapped passes"): GroupNorm float32
-/// [24, 320, 64, 64] 0.49 -> 0.42 ns/element on one thread. Not measured on AMD, where an earlier session found a
+/// [24, 320, 64, 64] 0.49 -> 0.41 ns/element on one thread. Not measured on AMD, where an earlier session found a
 /// similar interleave in GroupNormalizationGrad slower; so Intel CPUs only; NNOPS_OVERLAP_PASSES=0 or 1 overrides.
 bool overlap_passes();
 

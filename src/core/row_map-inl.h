@@ -6,7 +6,7 @@
 // memory and a phase of stores to it, and one core of the Intel Xeon VM (docs/performance.md) loads only ~14 GB/s
 // and streams stores at ~22 GB/s, but moves ~20 GB/s of both at once. PipelineGroups writes group q's output as
 // the side work of group q + 1's statistics (CanonRowSums' `side`), so that the two overlap: GroupNorm float32
-// [24, 320, 64, 64] 0.49 -> 0.42 ns/element on one thread, GroupNormBackward 0.79 -> 0.67. The operations on every
+// [24, 320, 64, 64] 0.49 -> 0.41 ns/element on one thread, GroupNormBackward 0.79 -> 0.62. The operations on every
 // element are the same as in the unpipelined order, so the results are the same bits.
 
 #if defined(NNOPS_CORE_ROW_MAP_INL_H_) == defined(HWY_TARGET_TOGGLE)
@@ -28,6 +28,12 @@
 #include "src/core/canonical_sum-inl.h"
 #include "src/core/simd_convert-inl.h"
 
+// The lambdas of these pieces (and of the operations' With) are forced inline: called out of line, each side step
+// of the pipeline spilled the sums' accumulators around the call (every vector register is caller-saved).
+#ifndef NNOPS_LAMBDA_INLINE
+#define NNOPS_LAMBDA_INLINE __attribute__((always_inline))
+#endif
+
 HWY_BEFORE_NAMESPACE();
 namespace nnops {
 namespace HWY_NAMESPACE {
@@ -47,7 +53,8 @@ HWY_INLINE size_t MapHead(T* out, size_t n, bool stream, const F& f, const In*..
     const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
     for (; i < head; i += std::min(N, head - i)) {
       const size_t r = std::min(N, head - i);
-      f.With(df, [&](const auto& g) HWY_ATTR { StoreF32N(df, g(LoadF32N(df, in + i, r)...), out + i, r); });
+      f.With(df, [&](const auto& g)
+                     HWY_ATTR NNOPS_LAMBDA_INLINE { StoreF32N(df, g(LoadF32N(df, in + i, r)...), out + i, r); });
     }
   }
   return i;
@@ -59,11 +66,12 @@ HWY_INLINE size_t MapHead(T* out, size_t n, bool stream, const F& f, const In*..
 template <typename T, class F, class... In>
 HWY_INLINE size_t MapBody(T* out, size_t i, size_t j, bool stream, const F& f, const In*... in) {
   const hn::ScalableTag<float> df;
-  return f.With(df, [&](const auto& g) HWY_ATTR {
+  return f.With(df, [&](const auto& g) HWY_ATTR NNOPS_LAMBDA_INLINE {
 #if HWY_TARGET != HWY_SCALAR
     if constexpr (std::is_same_v<T, hwy::bfloat16_t>) i = Bf16PairMap(df, out, i, j, stream, g, in...);
 #endif
-    return F32Map(df, out, i, j, stream, [&](size_t k) HWY_ATTR { return g(LoadF32(df, in + k)...); });
+    return F32Map(df, out, i, j, stream,
+                  [&](size_t k) HWY_ATTR NNOPS_LAMBDA_INLINE { return g(LoadF32(df, in + k)...); });
   });
 }
 
@@ -71,7 +79,8 @@ template <typename T, class F, class... In>
 HWY_INLINE void MapTail(T* out, size_t i, size_t n, const F& f, const In*... in) {
   const hn::ScalableTag<float> df;
   if (i < n) {
-    f.With(df, [&](const auto& g) HWY_ATTR { StoreF32N(df, g(LoadF32N(df, in + i, n - i)...), out + i, n - i); });
+    f.With(df, [&](const auto& g)
+                   HWY_ATTR NNOPS_LAMBDA_INLINE { StoreF32N(df, g(LoadF32N(df, in + i, n - i)...), out + i, n - i); });
   }
 }
 

@@ -86,7 +86,7 @@ struct NormalizeFn {
   template <class DF, class Body>
   HWY_INLINE auto With(DF df, const Body& body) const {
     const auto mh = hn::Set(df, k.mean_hi), a = hn::Set(df, k.a), b = hn::Set(df, k.b), one = AccOne(df);
-    return body([&](auto v) HWY_ATTR { return Normalize(df, v, mh, a, b, one); });
+    return body([&](auto v) HWY_ATTR NNOPS_LAMBDA_INLINE { return Normalize(df, v, mh, a, b, one); });
   }
 };
 

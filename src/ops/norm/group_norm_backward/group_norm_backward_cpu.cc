@@ -102,7 +102,7 @@ struct DxFn {
   HWY_INLINE auto With(DF df, const Body& body) const {
     const auto mh = hn::Set(df, mean_hi), vk1 = hn::Set(df, k1), vk2 = hn::Set(df, k2), vk3 = hn::Set(df, k3);
     const auto one = AccOne(df);
-    return body([&](auto vdy, auto vx) HWY_ATTR { return Dx(vdy, vx, mh, vk1, vk2, vk3, one); });
+    return body([&](auto vdy, auto vx) HWY_ATTR NNOPS_LAMBDA_INLINE { return Dx(vdy, vx, mh, vk1, vk2, vk3, one); });
   }
 };
 
