@@ -106,7 +106,7 @@ struct DxFn {
   }
 };
 
-// One row of a channels-last chunk: per-column constants in the arrays. `stream`: as in DxRow (the chunk is
+// One row of a channels-last chunk: per-column constants in the arrays. `stream`: as in MapRow (the chunk is
 // whole rows, so the stores cover whole lines).
 template <typename T>
 void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
