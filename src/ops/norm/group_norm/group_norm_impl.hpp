@@ -64,8 +64,8 @@ struct Plan {
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
   /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
-  /// thread's groups in order), so that the stores to memory overlap the loads from it; for outputs that are
-  /// streamed (the bits do not depend on it).
+  /// thread's groups in order), so that the stores to memory overlap the loads from it; for streamed float32
+  /// outputs on the CPUs detail::overlap_passes picks (the bits do not depend on it).
   bool pipeline = false;
 };
 
