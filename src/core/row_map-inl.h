@@ -133,15 +133,16 @@ SideRow<T, F, In...> MakeSideRow(T* out, size_t n, bool stream, const F& f, cons
 // A thread's groups [q0, q1) of a row-major kernel: for each group, st = stats(q, side_of) (its statistics pass;
 // it passes side_of(c) as CanonRowSums' side for its row c, c = 0, 1, ... in order), then its output rows
 // row_of(q, c, st) (SideRows, c < rows). `pipeline`: group q's row c is written beside row c of group q + 1's
-// statistics (rows of one length), else group by group. The same work either way.
+// statistics (rows of one length), else group by group (also without output rows). The same work either way.
 template <class Stats, class RowOf>
 void PipelineGroups(int64_t q0, int64_t q1, int64_t rows, bool pipeline, const Stats& stats, const RowOf& row_of) {
   auto no_side = [](int64_t) { return NoSide(); };
   using St = decltype(stats(q0, no_side));
+  const bool pipe = pipeline && rows > 0;
   St st{};
   for (int64_t q = q0; q < q1; ++q) {
-    if (q == q0 || !pipeline) st = stats(q, no_side);
-    if (pipeline && q + 1 < q1 && rows > 0) {
+    if (q == q0 || !pipe) st = stats(q, no_side);
+    if (pipe && q + 1 < q1) {
       const St cur = st;
       std::optional<decltype(row_of(q, 0, cur))> row;  // (a SideRow holds a lambda: no assignment)
       int64_t next = 0;                                // the first row not yet started

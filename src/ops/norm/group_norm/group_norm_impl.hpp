@@ -64,8 +64,8 @@ struct Plan {
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
   /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
-  /// thread's groups in order), so that the stores to memory overlap the loads from it; for streamed float32
-  /// outputs on the CPUs detail::overlap_passes picks (the bits do not depend on it).
+  /// thread's groups in order), so that the stores to memory overlap the loads from it (Units::pipeline; the bits
+  /// do not depend on it).
   bool pipeline = false;
 };
 
@@ -84,11 +84,14 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// channels-last one per sample and chunk of chunk_groups whole groups (channels_last_chunk), `cols` channels
 /// wide; `threads` is the Context's count, 1 below the parallel grain. `stream` says whether an output of the
 /// x's size is streamed: from kStreamOutputBytes, and channels-last only for chunks of whole rows (a narrower
-/// chunk's rows would leave partial lines to the write-combining buffers).
+/// chunk's rows would leave partial lines to the write-combining buffers). `pipeline`: the row-major groups are
+/// pipelined (Plan::pipeline): streamed float32 outputs on the CPUs detail::overlap_passes picks (the half types'
+/// passes are bound by their conversions, and overlapping them measured slower: docs/performance.md,
+/// "Overlapped passes").
 struct Units {
   int threads = 1;
   int64_t units = 0, chunk_groups = 1, cols = 0;
-  bool stream = false;
+  bool stream = false, pipeline = false;
 };
 Units split_units(const Shape& s, const Context& ctx);
 

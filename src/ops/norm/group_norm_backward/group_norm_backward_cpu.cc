@@ -167,6 +167,7 @@ GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, 
     bs[c] = out[0];
     ds[c] = out[1];
   }
+  if (a.dx == nullptr) return {GroupConsts{}, c0};  // only the sums, for dgamma and dbeta
   double sa, sb;
   GroupSums(s.gamma + c0, bs, ds, cpg, &sa, &sb);
   return {Consts(mean, s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw)), c0};
@@ -185,7 +186,7 @@ void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool str
     return MakeSideRow(static_cast<T*>(a.dx) + off, hw, stream, f, static_cast<const T*>(a.dy) + off,
                        static_cast<const T*>(a.x) + off);
   };
-  PipelineGroups(q0, q1, a.dx == nullptr ? 0 : cpg, pipeline && a.dx != nullptr, sums, row_of);
+  PipelineGroups(q0, q1, a.dx == nullptr ? 0 : cpg, pipeline, sums, row_of);
 }
 
 template <typename T>

@@ -27,11 +27,9 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.workspace_bytes =
       round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
-  // The inputs of the plan that are not the shape: the CPU (the results are the same bits either way). The
-  // pipeline only for float32: the half types' passes are bound by their conversions, and overlapping them measured
-  // slower (docs/performance.md, "Overlapped passes").
+  p.pipeline = u.pipeline;
+  // The CPU also enters the plan, here the prefetch and in split_units the pipeline (the same bits either way).
   p.prefetch = detail::software_prefetch();
-  p.pipeline = u.stream && a.layout == Layout::kNCHW && a.dtype == DType::kFloat32 && detail::overlap_passes();
   return p;
 }
 
