@@ -1,6 +1,8 @@
 // Target selection for Highway's dynamic dispatch.
 #include "nnops/isa.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
@@ -82,14 +84,18 @@ void init_dispatch() {
 }
 
 namespace {
-// On Intel CPUs unless the environment variable `env` says 0 or 1.
-bool intel_unless(const char* env) {
-  if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
+bool is_intel() {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
   return __builtin_cpu_is("intel") != 0;
 #else
   return false;
 #endif
+}
+
+// On Intel CPUs unless the environment variable `env` says 0 or 1.
+bool intel_unless(const char* env) {
+  if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
+  return is_intel();
 }
 }  // namespace
 
@@ -101,6 +107,20 @@ bool software_prefetch() {
 bool overlap_passes() {
   static const bool on = intel_unless("NNOPS_OVERLAP_PASSES");
   return on;
+}
+
+uint64_t stream_output_min_bytes(int threads) {
+  static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");
+  if (env) return std::strtoull(env, nullptr, 10);
+  static const uint64_t l2 = [] {  // per core; glibc reads it from CPUID (0 or -1 where unknown)
+    long b = 0;
+#ifdef _SC_LEVEL2_CACHE_SIZE
+    b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return static_cast<uint64_t>(b > 0 ? b : 1 << 20);
+  }();
+  static const bool intel = is_intel();
+  return intel ? l2 * static_cast<uint64_t>(std::max(threads, 1)) : uint64_t{64} << 20;
 }
 }  // namespace detail
 

@@ -57,8 +57,9 @@ struct Plan {
   uint64_t scratch_bytes = 0;
   /// 2 * C doubles (gamma, beta) + 2 * N * groups doubles (mean, rstd) + num_threads * scratch_bytes
   uint64_t workspace_bytes = 0;
-  /// out written with non-temporal stores (row-major, or channels-last chunks of whole rows): far larger than the
-  /// last-level cache, so caching it would only cost a read-for-ownership per line and evict x.
+  /// out written with non-temporal stores (row-major, or channels-last chunks of whole rows): larger than the caches
+  /// it could stay in (detail::stream_output_min_bytes), so caching it would only cost a read-for-ownership per line
+  /// and evict x.
   bool stream_output = false;
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
@@ -68,9 +69,6 @@ struct Plan {
   /// do not depend on it).
   bool pipeline = false;
 };
-
-/// Output size from which out is streamed (non-temporal).
-inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
 
 Plan make_plan(const Args& a, const Context& ctx);
 
@@ -83,11 +81,12 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// The work units of the GroupNorm family (shared with GroupNormBackward): row-major one per group (n, g),
 /// channels-last one per sample and chunk of chunk_groups whole groups (channels_last_chunk), `cols` channels
 /// wide; `threads` is the Context's count, 1 below the parallel grain. `stream` says whether an output of the
-/// x's size is streamed: from kStreamOutputBytes, and channels-last only for chunks of whole rows (a narrower
-/// chunk's rows would leave partial lines to the write-combining buffers). `pipeline`: the row-major groups are
-/// pipelined (Plan::pipeline): streamed float32 outputs on the CPUs detail::overlap_passes picks (the half types'
-/// passes are bound by their conversions, and overlapping them measured slower: docs/performance.md,
-/// "Overlapped passes").
+/// x's size is streamed: from detail::stream_output_min_bytes(threads), and channels-last only for chunks of whole
+/// rows (a narrower chunk's rows would leave partial lines to the write-combining buffers; strips of whole lines,
+/// 8 of 32 groups, measured slower too: docs/performance.md, "Streamed outputs from the L2 size"). `pipeline`: the
+/// row-major groups are pipelined (Plan::pipeline): streamed float32 outputs on the CPUs detail::overlap_passes
+/// picks (the half types' passes are bound by their conversions, and overlapping them measured slower:
+/// docs/performance.md, "Overlapped passes").
 struct Units {
   int threads = 1;
   int64_t units = 0, chunk_groups = 1, cols = 0;

@@ -62,7 +62,7 @@ Units split_units(const Shape& s, const Context& ctx) {
     u.units = n * groups;
   }
   u.stream = (s.layout == Layout::kNCHW || u.cols == c) &&
-             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= kStreamOutputBytes;
+             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= detail::stream_output_min_bytes(u.threads);
   u.pipeline = u.stream && s.layout == Layout::kNCHW && s.dtype == DType::kFloat32 && detail::overlap_passes();
   return u;
 }

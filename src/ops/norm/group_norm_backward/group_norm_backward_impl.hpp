@@ -46,8 +46,9 @@ struct Plan {
   /// gamma (C), mean and rstd (N*G), the per-(n, c) sums of dy and dy*(x - mean) (2*N*C doubles), then the
   /// per-thread scratch.
   uint64_t workspace_bytes = 0;
-  /// dx written with non-temporal stores (row-major, or channels-last chunks of whole rows): far larger than the
-  /// last-level cache, so caching it would only cost a read-for-ownership per line and evict dy and x.
+  /// dx written with non-temporal stores (row-major, or channels-last chunks of whole rows): larger than the caches
+  /// it could stay in (detail::stream_output_min_bytes), so caching it would only cost a read-for-ownership per line
+  /// and evict dy and x.
   bool stream_output = false;
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).

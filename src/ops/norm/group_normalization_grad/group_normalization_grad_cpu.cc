@@ -349,7 +349,7 @@ HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT
 }
 
 // Pass 2 over n elements. dx may be the same memory as dy (in place), so no restrict on those two.
-// `stream`: non-temporal stores for dx (outputs far larger than the cache).
+// `stream`: non-temporal stores for dx (outputs larger than the caches: detail::stream_output_min_bytes).
 template <typename T>
 HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY_RESTRICT gamma, T* dx, size_t n,
                               float mean, float rstd, float k0, float k1, bool stream) {

@@ -59,15 +59,13 @@ struct Plan {
   /// block partial sums go to the workspace, and a barrier separates the passes.
   bool split_groups = false;
   uint64_t workspace_bytes = 0;  // 2 doubles per block when split_groups, else 0
-  /// dx is written with non-temporal stores: it is far larger than the last-level cache, so caching it
-  /// would only cost a read-for-ownership per line and evict the inputs.
+  /// dx is written with non-temporal stores: it is larger than the caches it could stay in (from
+  /// detail::stream_output_min_bytes), so caching it would only cost a read-for-ownership per line and evict the
+  /// inputs.
   bool stream_output = false;
   /// The first pass prefetches ahead of its three arrays (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
 };
-
-/// Output size from which dx is streamed (non-temporal): well past a typical L3.
-inline constexpr uint64_t kStreamOutputBytes = uint64_t{64} << 20;
 
 Plan make_plan(const Args& a, const Context& ctx);
 

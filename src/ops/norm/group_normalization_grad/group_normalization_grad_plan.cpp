@@ -34,7 +34,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
     p.num_threads = static_cast<int>(std::min<int64_t>(threads, std::max<int64_t>(p.groups, 1)));
   }
   const uint64_t elem = dtype_size(a.dtype);
-  p.stream_output = static_cast<uint64_t>(total) * elem >= kStreamOutputBytes;
+  p.stream_output = static_cast<uint64_t>(total) * elem >= detail::stream_output_min_bytes(p.num_threads);
   // The one input of the plan that is not the shape: the CPU (the results are the same bits either way).
   p.prefetch = detail::software_prefetch();
   return p;
