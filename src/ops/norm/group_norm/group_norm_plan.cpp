@@ -61,8 +61,9 @@ Units split_units(const Shape& s, const Context& ctx) {
   } else {
     u.units = n * groups;
   }
+  const int writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
   u.stream = (s.layout == Layout::kNCHW || u.cols == c) &&
-             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= detail::stream_output_min_bytes(u.threads);
+             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= detail::stream_output_min_bytes(writers);
   u.pipeline = u.stream && s.layout == Layout::kNCHW && s.dtype == DType::kFloat32 && detail::overlap_passes();
   return u;
 }

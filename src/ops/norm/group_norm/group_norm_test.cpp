@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
+#include "src/core/check.hpp"
 #include "src/core/layout.hpp"
 #include "src/ops/norm/group_norm/group_norm_impl.hpp"
 #include "tests/op_test_util.hpp"
@@ -274,6 +276,49 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
   EXPECT_EQ(p.units, 2 * 3);
   a.n = 1, a.c = 4, a.hw = 4, a.groups = 2;  // tiny: one thread
   EXPECT_EQ(gn::make_plan(a, Context{8}).num_threads, 1);
+}
+
+// Outputs are streamed from detail::stream_output_min_bytes(the threads that write them): one L2 a thread on Intel
+// CPUs, 64 MiB elsewhere (unless NNOPS_STREAM_MIN_BYTES says otherwise).
+TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
+  const uint64_t one = detail::stream_output_min_bytes(1), two = detail::stream_output_min_bytes(2);
+  if (!std::getenv("NNOPS_STREAM_MIN_BYTES")) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    const bool intel = __builtin_cpu_is("intel") != 0;
+#else
+    const bool intel = false;
+#endif
+    if (intel) {
+      EXPECT_GE(one, uint64_t{256} << 10);
+      EXPECT_EQ(two, 2 * one);
+    } else {
+      EXPECT_EQ(one, uint64_t{64} << 20);
+      EXPECT_EQ(two, one);
+    }
+  }
+  for (int threads : {1, 2}) {
+    SCOPED_TRACE("threads " + std::to_string(threads));
+    const uint64_t t = threads == 1 ? one : two;
+    ASSERT_EQ(t % 256, 0u);
+    gn::Args a;
+    a.n = 2, a.c = 2, a.groups = 2, a.dtype = DType::kFloat32;
+    a.hw = static_cast<int64_t>(t / 16);  // 4 groups (units) of hw floats: t bytes of output
+    gn::Plan p = gn::make_plan(a, Context{threads});
+    EXPECT_EQ(p.num_threads, threads);
+    EXPECT_TRUE(p.stream_output);
+    a.hw -= 1;
+    EXPECT_FALSE(gn::make_plan(a, Context{threads}).stream_output);
+    // Channels-last chunks stream only as whole rows: 2 groups of 16 channels for 2 samples give every thread a
+    // whole-row unit; one sample on 2 threads takes half rows, which are not streamed.
+    a.c = 32, a.hw = static_cast<int64_t>(t / (4 * 64)), a.layout = gn::Layout::kNHWC;
+    EXPECT_TRUE(gn::make_plan(a, Context{threads}).stream_output);
+    a.n = 1, a.hw *= 2;
+    EXPECT_EQ(gn::make_plan(a, Context{threads}).stream_output, threads == 1);
+  }
+  // One group is one unit, written by one thread whatever the Context says: its threshold is one thread's.
+  gn::Args a;
+  a.n = 1, a.c = 1, a.groups = 1, a.dtype = DType::kFloat32, a.hw = static_cast<int64_t>(one / 4);
+  EXPECT_TRUE(gn::make_plan(a, Context{2}).stream_output);
 }
 
 // Runs gn::run by hand with make_plan's plan for 3 threads (its scratch holds every variant below: whole-row chunks
