@@ -118,6 +118,36 @@ HWY_INLINE double CanonCombineVectors(D d, V v0, V v1, V v2, V v3, V v4, V v5, V
   }
 }
 
+// CanonCombineVectors for two statistics at once (a in a0.., b in b0.., kR vectors of N = 16 / kR lanes each):
+// their 32 lanes, a's then b's, are added in pairs of neighbours, four levels, each pair its lower lane first
+// (ConcatEven + ConcatOdd of two vectors: the pair sums of their lanes, in order), which is CanonCombine's tree for
+// each statistic; lane 0 of the last level is a's sum and lane 1 b's, bit for bit. 15 permute pairs for both at
+// most, against the per-vector lane shuffles of CanonCombineVectors (GroupNorm [2, 1280, 8, 8] float32: rows of 64
+// elements, whose combine was half of a row's work).
+template <size_t kR, class D, class V>
+HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, V a7, V b0, V b1, V b2, V b3, V b4,
+                                 V b5, V b6, V b7, double* out) {
+  auto P = [d](V lo, V hi) HWY_ATTR { return hn::Add(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo)); };
+  V s;
+  if constexpr (kR == 1) {
+    const V p = P(a0, b0), q = P(p, p), r = P(q, q);
+    s = P(r, r);
+  } else if constexpr (kR == 2) {
+    const V q = P(P(a0, a1), P(b0, b1)), r = P(q, q);
+    s = P(r, r);
+  } else if constexpr (kR == 4) {
+    const V r = P(P(P(a0, a1), P(a2, a3)), P(P(b0, b1), P(b2, b3)));
+    s = P(r, r);
+  } else {
+    static_assert(kR == 8, "16 lanes in 1, 2, 4 or 8 vectors");
+    s = P(P(P(P(a0, a1), P(a2, a3)), P(P(a4, a5), P(a6, a7))), P(P(P(b0, b1), P(b2, b3)), P(P(b4, b5), P(b6, b7))));
+  }
+  double lanes[kCanonLanes];
+  hn::StoreU(s, d, lanes);
+  out[0] = lanes[0];
+  out[1] = lanes[1];
+}
+
 // Row sums of up to two statistics over two parallel rows x, y (y may equal x): for every i, vf(d, X, Y, &s0,
 // &s1) returns the terms of both statistics for the float64 vectors X = x[i..], Y = y[i..]; sf(X, Y, &s0, &s1)
 // does the same for one element. out[0..kK) receive the canonical sums. kMix: half of the first statistic's
@@ -168,8 +198,13 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   }
   NNOPS_CANON_EACH(NNOPS_CANON_TAIL)
 #undef NNOPS_CANON_TAIL
-  out[0] = CanonCombineVectors<kR>(d, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
-  if (kK > 1) out[1] = CanonCombineVectors<kR>(d, b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15);
+  if constexpr (kK > 1 && kR <= 8) {
+    CanonCombinePair<kR>(d, a0, a1, a2, a3, a4, a5, a6, a7, b0, b1, b2, b3, b4, b5, b6, b7, out);
+  } else {
+    out[0] = CanonCombineVectors<kR>(d, a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15);
+    if (kK > 1)
+      out[1] = CanonCombineVectors<kR>(d, b0, b1, b2, b3, b4, b5, b6, b7, b8, b9, b10, b11, b12, b13, b14, b15);
+  }
 }
 
 template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
