@@ -11,6 +11,7 @@
 #include <string>
 
 #include "nnops/nnops.hpp"
+#include "src/core/check.hpp"
 
 namespace nnops::cli {
 namespace {
@@ -45,6 +46,13 @@ int run_info() {
   std::printf("cores online:   %ld", sysconf(_SC_NPROCESSORS_ONLN));
   if (usable > 0) std::printf(" (%d usable by this process)", usable);
   std::printf("\n");
+  // The CPU-dependent choices of the kernels (none changes a bit of a result; docs/performance.md).
+  std::printf("prefetch:       %s (NNOPS_SOFTWARE_PREFETCH)\n", detail::software_prefetch() ? "on" : "off");
+  std::printf("overlap passes: %s (NNOPS_OVERLAP_PASSES)\n", detail::overlap_passes() ? "on" : "off");
+  const int threads = resolve_num_threads(Context{});
+  std::printf("stream outputs: from %.1f MiB on 1 thread, %.1f MiB on %d (NNOPS_STREAM_MIN_BYTES)\n",
+              static_cast<double>(detail::stream_output_min_bytes(1)) / (1 << 20),
+              static_cast<double>(detail::stream_output_min_bytes(threads)) / (1 << 20), threads);
   for (int i = 0; i < 8; ++i) {
     const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
     const std::string level = read_line(base + "level");
