@@ -30,13 +30,13 @@ bool software_prefetch();
 /// similar interleave in GroupNormalizationGrad slower; so Intel CPUs only; NNOPS_OVERLAP_PASSES=0 or 1 overrides.
 bool overlap_passes();
 
-/// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call
-/// on `threads` threads. On Intel CPUs, an output larger than the threads' L2 caches together: measured on the
-/// Intel Xeon VM (docs/performance.md, "Streamed outputs from the L2 size"), whose L3 a core reads and writes
-/// hardly faster than memory, GroupNorm float32 [2, 64, 16384] (8 MiB) 1.24 -> 0.68 ms a call and the UNet
-/// workload's forward 70 -> 41 ms, while outputs that fit the L2 lost (0.19 -> 0.24 ns/element at 384 KiB).
-/// Elsewhere 64 MiB, well past a typical L3 (AMD Zen 4's L3 serves a core far faster; not measured there with
-/// a lower threshold). NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring). Results never depend on it.
+/// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call that
+/// `threads` threads write. On Intel CPUs, (L2 per core) x threads, the caches those threads could keep it in: measured
+/// on the Intel Xeon VM (docs/performance.md, "Streamed outputs from the L2 size"), GroupNorm float32 [2, 64, 16384] in
+/// L3 1.24 -> 0.68 ms a call and the UNet workload's forward 70 -> 41 ms, while outputs that fit the L2 lost (0.19 ->
+/// 0.24 ns/element at 384 KiB). Elsewhere 64 MiB, well past a typical L3 (AMD Zen 4's L3 serves a core far faster; not
+/// measured there with a lower threshold). NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring). Results never
+/// depend on it.
 uint64_t stream_output_min_bytes(int threads);
 
 Status invalid_arg(const char* op, const std::string& what);

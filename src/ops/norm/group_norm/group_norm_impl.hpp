@@ -79,14 +79,14 @@ Plan make_plan(const Args& a, const Context& ctx);
 int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads);
 
 /// The work units of the GroupNorm family (shared with GroupNormBackward): row-major one per group (n, g),
-/// channels-last one per sample and chunk of chunk_groups whole groups (channels_last_chunk), `cols` channels
-/// wide; `threads` is the Context's count, 1 below the parallel grain. `stream` says whether an output of the
-/// x's size is streamed: from detail::stream_output_min_bytes(threads), and channels-last only for chunks of whole
-/// rows (a narrower chunk's rows would leave partial lines to the write-combining buffers; strips of whole lines,
-/// 8 of 32 groups, measured slower too: docs/performance.md, "Streamed outputs from the L2 size"). `pipeline`: the
-/// row-major groups are pipelined (Plan::pipeline): streamed float32 outputs on the CPUs detail::overlap_passes
-/// picks (the half types' passes are bound by their conversions, and overlapping them measured slower:
-/// docs/performance.md, "Overlapped passes").
+/// channels-last one per sample and chunk of chunk_groups whole groups (channels_last_chunk), `cols` channels wide;
+/// `threads` is the Context's count, 1 below the parallel grain. `stream` says whether an output of the x's size is
+/// streamed: from detail::stream_output_min_bytes(the threads that write, at most one a unit), and channels-last only
+/// for chunks of whole rows (a narrower chunk's rows would leave partial lines to the write-combining buffers; strips
+/// of whole lines, 8 of 32 groups, measured slower too: docs/performance.md, "Streamed outputs from the L2 size").
+/// `pipeline`: the row-major groups are pipelined (Plan::pipeline): streamed float32 outputs on the CPUs
+/// detail::overlap_passes picks (the half types' passes are bound by their conversions, and overlapping them measured
+/// slower: docs/performance.md, "Overlapped passes").
 struct Units {
   int threads = 1;
   int64_t units = 0, chunk_groups = 1, cols = 0;
