@@ -39,10 +39,10 @@ namespace nnops {
 namespace HWY_NAMESPACE {
 
 // out[k] = f(in[k]...) over a row of n elements, in three pieces: the head up to the stream alignment (`stream`:
-// non-temporal stores, for outputs larger than the caches they could stay in), whole vectors, the tail. f is an elementwise
-// operation given as f.With(df, body): it sets up its constant vectors (once per piece, not per vector: they are
-// locals, which sizeless SVE vectors must be) and calls body(g) with g(v...) the operation on float32 vectors of
-// ScalableTag<float>. Every input is read before out is written, so out may be an input (in place).
+// non-temporal stores, for outputs larger than the caches they could stay in), whole vectors, the tail. f is an
+// elementwise operation given as f.With(df, body): it sets up its constant vectors (once per piece, not per vector:
+// they are locals, which sizeless SVE vectors must be) and calls body(g) with g(v...) the operation on float32 vectors
+// of ScalableTag<float>. Every input is read before out is written, so out may be an input (in place).
 template <typename T, class F, class... In>
 HWY_INLINE size_t MapHead(T* out, size_t n, bool stream, const F& f, const In*... in) {
   const hn::ScalableTag<float> df;

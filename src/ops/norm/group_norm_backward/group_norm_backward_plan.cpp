@@ -28,7 +28,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
       round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
   p.pipeline = u.pipeline;
-  // The CPU also enters the plan, here the prefetch and in split_units the pipeline (the same bits either way).
+  // The CPU also enters the plan, here the prefetch and in split_units the stream threshold and the pipeline (the same
+  // bits either way).
   p.prefetch = detail::software_prefetch();
   return p;
 }
