@@ -89,6 +89,7 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// slower: docs/performance.md, "Overlapped passes").
 struct Units {
   int threads = 1;
+  int writers = 1;  ///< threads that write the output: min(threads, units), at least 1
   int64_t units = 0, chunk_groups = 1, cols = 0;
   bool stream = false, pipeline = false;
 };

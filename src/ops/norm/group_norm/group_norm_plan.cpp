@@ -62,9 +62,9 @@ Units split_units(const Shape& s, const Context& ctx) {
   } else {
     u.units = n * groups;
   }
-  const int writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
+  u.writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
   u.stream = (s.layout == Layout::kNCHW || u.cols == c) &&
-             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= detail::stream_output_min_bytes(writers);
+             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= detail::stream_output_min_bytes(u.writers);
   u.pipeline = u.stream && s.layout == Layout::kNCHW && s.dtype == DType::kFloat32 && detail::overlap_passes();
   return u;
 }
@@ -74,7 +74,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   const Units u = split_units(a, ctx);
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
-  p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(u.threads, p.units)));
+  p.num_threads = u.writers;
   const int64_t cols = u.cols;
   // Per thread: 2 x 16 lane accumulators per column, four per-column doubles (two sums, mean, rstd) and three
   // float32 constants (room for four).
