@@ -13,30 +13,50 @@ namespace nnops::detail {
 
 void init_dispatch();
 
+/// The CPUs whose kernels' memory choices (below) were measured to differ from the default: Intel (the Xeon VM of
+/// docs/performance.md) and AMD Zen 5 and later (family 0x1A+; an EPYC VM, "Zen 5" sections there). Everything
+/// else (Zen 4 included, whose L3 an earlier session found to serve one core far faster) keeps the defaults.
+enum class CpuKind { kIntel, kAmdZen5, kOther };
+CpuKind cpu_kind();
+const char* cpu_kind_name(CpuKind kind);
+
 /// Whether kernels issue software prefetches a fixed distance ahead of the arrays they stream (PowerSign's three
 /// arrays, the statistics passes of the GroupNorm family in row-major layout, channels-last output passes over
 /// whole rows); results never depend on it. Measured
 /// (docs/performance.md, "Software prefetch"): on an Intel Xeon, whose hardware prefetchers stop at 4 KiB pages,
 /// PowerSign float32 beyond cache 47.3 -> 40.4 ms a call and GroupNorm float32 76.1 -> 68.7 ms; on AMD Zen 4
-/// (an earlier session) a prefetch ahead of GroupNorm's statistics changed nothing. So: Intel CPUs only;
-/// NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides (for measuring).
+/// (an earlier session) a prefetch ahead of GroupNorm's statistics changed nothing, on Zen 5 nor did it with the
+/// passes overlapped. So: Intel CPUs only; NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides (for measuring).
 bool software_prefetch();
 
 /// Whether the row-major GroupNorm and GroupNormBackward kernels write a group's streamed output while the next
-/// group's statistics pass reads that group in (PipelineGroups, src/core/row_map-inl.h), rather than group by group;
-/// results never depend on it. Measured on the Intel Xeon VM, whose one core loads ~14 GB/s and stores ~22 GB/s
-/// alone but ~20 GB/s of both together (docs/performance.md, "Overlapped passes"): GroupNorm float32
-/// [24, 320, 64, 64] 0.49 -> 0.41 ns/element on one thread. Not measured on AMD, where an earlier session found a
-/// similar interleave in GroupNormalizationGrad slower; so Intel CPUs only; NNOPS_OVERLAP_PASSES=0 or 1 overrides.
-bool overlap_passes();
+/// group's statistics pass reads that group in (PipelineGroups, src/core/row_map-inl.h), rather than group by group,
+/// for a call whose statistics pass reads `input_bytes`; results never depend on it. Measured (docs/performance.md,
+/// "Overlapped passes" and "Zen 5"):
+/// - Intel Xeon VM, whose one core loads ~14 GB/s and stores ~22 GB/s alone but ~20 GB/s of both together: GroupNorm
+///   float32 [24, 320, 64, 64] 0.49 -> 0.41 ns/element on one thread. Any size.
+/// - AMD Zen 5, while the inputs fit half the L3 (the loads from the L3, the streamed stores to memory): GroupNorm
+///   float32 [2, 64, 16384] streamed, one thread, 48.5 -> 75.7 GB/s; from memory both ways it lost
+///   ([103, 320, 64, 64] 34.5 -> 28 GB/s, GroupNormBackward [69, 320, 64, 64] 37 -> 26).
+/// - Elsewhere off (an earlier session found a similar interleave in GroupNormalizationGrad slower on Zen 4).
+/// NNOPS_OVERLAP_PASSES=0 or 1 overrides (any size).
+bool overlap_passes(uint64_t input_bytes);
+/// The largest `input_bytes` overlap_passes says yes to: 0 where it never does, ~0 where any size.
+uint64_t overlap_passes_max_bytes();
 
 /// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call that
-/// `threads` threads write. On Intel CPUs, (L2 per core) x threads, the caches those threads could keep it in: measured
-/// on the Intel Xeon VM (docs/performance.md, "Streamed outputs from the L2 size"), GroupNorm float32 [2, 64, 16384] in
-/// L3 1.24 -> 0.68 ms a call and the UNet workload's forward 70 -> 41 ms, while outputs that fit the L2 lost (0.19 ->
-/// 0.24 ns/element at 384 KiB). Elsewhere 64 MiB, well past a typical L3 (AMD Zen 4's L3 serves a core far faster; not
-/// measured there with a lower threshold). NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring). Results never
-/// depend on it.
+/// `threads` threads write; results never depend on it. Measured (docs/performance.md):
+/// - Intel: (L2 per core) x threads, the caches those threads could keep it in. On the Xeon VM GroupNorm float32
+///   [2, 64, 16384] in L3 1.24 -> 0.68 ms a call and the UNet workload's forward 70 -> 41 ms, while outputs that
+///   fit the L2 lost (0.19 -> 0.24 ns/element at 384 KiB).
+/// - AMD Zen 5: one thread, its L2; more, half the L3 (the output and the input it comes from both fit). One core
+///   alone moves less through the L3 than to memory with streamed stores (GroupNorm float32 [2, 64, 16384], 8 MiB
+///   out, one thread: 40.8 GB/s cached, 75.7 streamed with the passes overlapped; GroupNormalizationGrad [8, 8,
+///   16384] 51 -> 80 GB/s), while two cores' L3 bandwidth beats memory's as long as the data fits (same GroupNorm,
+///   two threads: 108 cached, 82 streamed; GroupNormalizationGrad [8, 8, 65536], 16 MiB out and 64 MiB in all:
+///   51 -> 62 streamed).
+/// - Elsewhere 64 MiB, well past a typical L3 (Zen 4's L3 serves a core far faster; not measured there lower).
+/// NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring).
 uint64_t stream_output_min_bytes(int threads);
 
 Status invalid_arg(const char* op, const std::string& what);

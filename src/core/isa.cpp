@@ -2,12 +2,19 @@
 #include "nnops/isa.hpp"
 
 #include <unistd.h>
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#endif
 
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <mutex>
+#include <string>
+
+#include "src/core/check.hpp"
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "src/core/isa.cpp"
@@ -84,43 +91,105 @@ void init_dispatch() {
 }
 
 namespace {
-bool is_intel() {
+CpuKind detect_cpu_kind() {
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-  return __builtin_cpu_is("intel") != 0;
-#else
-  return false;
+  if (__builtin_cpu_is("intel")) return CpuKind::kIntel;
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (__builtin_cpu_is("amd") && __get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
+    const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+    if (family >= 0x1A) return CpuKind::kAmdZen5;
+  }
 #endif
+  return CpuKind::kOther;
 }
 
-// On Intel CPUs unless the environment variable `env` says 0 or 1.
-bool intel_unless(const char* env) {
+// `fallback` unless the environment variable `env` says 0 or 1.
+bool unless_env(const char* env, bool fallback) {
   if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
-  return is_intel();
+  return fallback;
+}
+
+// The size of cpu0's level-`level` data or unified cache: Linux's sysfs first (the kernel's view, which on the VMs
+// measured here was right where glibc's sysconf reported a 384 or 480 MiB L3), then sysconf, then `fallback`.
+uint64_t cache_bytes(int level, uint64_t fallback) {
+  for (int i = 0; i < 8; ++i) {
+    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream lv(base + "level"), ty(base + "type"), sz(base + "size");
+    int l = 0;
+    std::string type, size;
+    if (!(lv >> l)) break;
+    if (l != level || !(ty >> type) || type == "Instruction" || !(sz >> size)) continue;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(size.c_str(), &end, 10);
+    const uint64_t unit = *end == 'K' ? 1 << 10 : *end == 'M' ? 1 << 20 : 1;
+    if (v > 0) return static_cast<uint64_t>(v) * unit;
+  }
+  long b = 0;
+#if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
+  b = sysconf(level == 2 ? _SC_LEVEL2_CACHE_SIZE : _SC_LEVEL3_CACHE_SIZE);
+#endif
+  return b > 0 ? static_cast<uint64_t>(b) : fallback;
+}
+uint64_t l3_bytes() {
+  static const uint64_t b = cache_bytes(3, uint64_t{32} << 20);
+  return b;
 }
 }  // namespace
 
+CpuKind cpu_kind() {
+  static const CpuKind kind = detect_cpu_kind();
+  return kind;
+}
+
+const char* cpu_kind_name(CpuKind kind) {
+  switch (kind) {
+    case CpuKind::kIntel:
+      return "intel";
+    case CpuKind::kAmdZen5:
+      return "amd-zen5";
+    default:
+      return "other";
+  }
+}
+
 bool software_prefetch() {
-  static const bool on = intel_unless("NNOPS_SOFTWARE_PREFETCH");
+  static const bool on = unless_env("NNOPS_SOFTWARE_PREFETCH", cpu_kind() == CpuKind::kIntel);
   return on;
 }
 
-bool overlap_passes() {
-  static const bool on = intel_unless("NNOPS_OVERLAP_PASSES");
-  return on;
+uint64_t overlap_passes_max_bytes() {
+  constexpr uint64_t kAny = ~uint64_t{0};
+  static const char* env = std::getenv("NNOPS_OVERLAP_PASSES");
+  if (env) return std::strcmp(env, "0") != 0 ? kAny : 0;
+  switch (cpu_kind()) {
+    case CpuKind::kIntel:
+      return kAny;
+    case CpuKind::kAmdZen5:
+      return l3_bytes() / 2;
+    default:
+      return 0;
+  }
+}
+
+bool overlap_passes(uint64_t input_bytes) {
+  const uint64_t max = overlap_passes_max_bytes();
+  return max != 0 && input_bytes <= max;
 }
 
 uint64_t stream_output_min_bytes(int threads) {
   static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");
   if (env) return std::strtoull(env, nullptr, 10);
-  static const uint64_t l2 = [] {  // per core; glibc reads it from CPUID (0 or -1 where unknown)
-    long b = 0;
-#ifdef _SC_LEVEL2_CACHE_SIZE
-    b = sysconf(_SC_LEVEL2_CACHE_SIZE);
-#endif
-    return static_cast<uint64_t>(b > 0 ? b : 1 << 20);
-  }();
-  static const bool intel = is_intel();
-  return intel ? l2 * static_cast<uint64_t>(std::max(threads, 1)) : uint64_t{64} << 20;
+  static const uint64_t l2 = cache_bytes(2, uint64_t{1} << 20);
+  const uint64_t l3 = l3_bytes();
+  const uint64_t writers = static_cast<uint64_t>(std::max(threads, 1));
+  switch (cpu_kind()) {
+    case CpuKind::kIntel:
+      return l2 * writers;
+    case CpuKind::kAmdZen5:
+      return writers == 1 ? l2 : l3 / 2;
+    default:
+      return uint64_t{64} << 20;
+  }
 }
 }  // namespace detail
 

@@ -47,8 +47,14 @@ int run_info() {
   if (usable > 0) std::printf(" (%d usable by this process)", usable);
   std::printf("\n");
   // The CPU-dependent choices of the kernels (none changes a bit of a result; docs/performance.md).
+  std::printf("cpu kind:       %s (the three choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
   std::printf("prefetch:       %s (NNOPS_SOFTWARE_PREFETCH)\n", detail::software_prefetch() ? "on" : "off");
-  std::printf("overlap passes: %s (NNOPS_OVERLAP_PASSES)\n", detail::overlap_passes() ? "on" : "off");
+  const uint64_t overlap = detail::overlap_passes_max_bytes();
+  if (overlap == 0 || overlap == ~uint64_t{0})
+    std::printf("overlap passes: %s (NNOPS_OVERLAP_PASSES)\n", overlap == 0 ? "off" : "on");
+  else
+    std::printf("overlap passes: on while the inputs fit %.1f MiB (NNOPS_OVERLAP_PASSES)\n",
+                static_cast<double>(overlap) / (1 << 20));
   const int threads = resolve_num_threads(Context{});
   std::printf("stream outputs: from %.1f MiB on 1 thread, %.1f MiB on %d (NNOPS_STREAM_MIN_BYTES)\n",
               static_cast<double>(detail::stream_output_min_bytes(1)) / (1 << 20),

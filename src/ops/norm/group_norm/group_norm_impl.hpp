@@ -84,16 +84,17 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// streamed: from detail::stream_output_min_bytes(the threads that write, at most one a unit), and channels-last only
 /// for chunks of whole rows (a narrower chunk's rows would leave partial lines to the write-combining buffers; strips
 /// of whole lines, 8 of 32 groups, measured slower too: docs/performance.md, "Streamed outputs from the L2 size").
-/// `pipeline`: the row-major groups are pipelined (Plan::pipeline): streamed float32 outputs on the CPUs
-/// detail::overlap_passes picks (the half types' passes are bound by their conversions, and overlapping them measured
-/// slower: docs/performance.md, "Overlapped passes").
+/// `pipeline`: the row-major groups are pipelined (Plan::pipeline): streamed float32 outputs where
+/// detail::overlap_passes says it pays for the `inputs` x-sized tensors the statistics pass reads (GroupNorm 1: x;
+/// GroupNormBackward 2: x and dy). The half types' passes are bound by their conversions, and overlapping them
+/// measured slower (docs/performance.md, "Overlapped passes").
 struct Units {
   int threads = 1;
   int writers = 1;  ///< threads that write the output: min(threads, units), at least 1
   int64_t units = 0, chunk_groups = 1, cols = 0;
   bool stream = false, pipeline = false;
 };
-Units split_units(const Shape& s, const Context& ctx);
+Units split_units(const Shape& s, const Context& ctx, int inputs);
 
 /// round up to a multiple of 64 bytes (workspace and scratch pieces start on cache lines)
 inline uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }

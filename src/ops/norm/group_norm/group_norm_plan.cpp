@@ -50,7 +50,7 @@ Moments one_pass_moments(double k, double s1, double s2, double m) {
   return r;
 }
 
-Units split_units(const Shape& s, const Context& ctx) {
+Units split_units(const Shape& s, const Context& ctx, int inputs) {
   Units u;
   const int64_t n = s.n, c = s.c, groups = s.groups, cpg = s.cpg(), numel = s.numel();
   u.threads = numel < kMinParallelElements ? 1 : resolve_num_threads(ctx);
@@ -63,15 +63,16 @@ Units split_units(const Shape& s, const Context& ctx) {
     u.units = n * groups;
   }
   u.writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
-  u.stream = (s.layout == Layout::kNCHW || u.cols == c) &&
-             static_cast<uint64_t>(numel) * dtype_size(s.dtype) >= detail::stream_output_min_bytes(u.writers);
-  u.pipeline = u.stream && s.layout == Layout::kNCHW && s.dtype == DType::kFloat32 && detail::overlap_passes();
+  const uint64_t bytes = static_cast<uint64_t>(numel) * dtype_size(s.dtype);
+  u.stream = (s.layout == Layout::kNCHW || u.cols == c) && bytes >= detail::stream_output_min_bytes(u.writers);
+  u.pipeline = u.stream && s.layout == Layout::kNCHW && s.dtype == DType::kFloat32 &&
+               detail::overlap_passes(bytes * static_cast<uint64_t>(inputs));
   return u;
 }
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const Units u = split_units(a, ctx);
+  const Units u = split_units(a, ctx, 1);
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
   p.num_threads = u.writers;

@@ -4,6 +4,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -279,21 +280,24 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
 }
 
 // Outputs are streamed from detail::stream_output_min_bytes(the threads that write them): one L2 a thread on Intel
-// CPUs, 64 MiB elsewhere (unless NNOPS_STREAM_MIN_BYTES says otherwise).
+// CPUs, one L2 for one thread and half the L3 for more on AMD Zen 5, 64 MiB elsewhere (unless NNOPS_STREAM_MIN_BYTES
+// says otherwise).
 TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
   const uint64_t one = detail::stream_output_min_bytes(1), two = detail::stream_output_min_bytes(2);
   if (!std::getenv("NNOPS_STREAM_MIN_BYTES")) {
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-    const bool intel = __builtin_cpu_is("intel") != 0;
-#else
-    const bool intel = false;
-#endif
-    if (intel) {
-      EXPECT_GE(one, uint64_t{256} << 10);
-      EXPECT_EQ(two, 2 * one);
-    } else {
-      EXPECT_EQ(one, uint64_t{64} << 20);
-      EXPECT_EQ(two, one);
+    switch (detail::cpu_kind()) {
+      case detail::CpuKind::kIntel:
+        EXPECT_GE(one, uint64_t{256} << 10);
+        EXPECT_EQ(two, 2 * one);
+        break;
+      case detail::CpuKind::kAmdZen5:
+        EXPECT_GE(one, uint64_t{256} << 10);
+        EXPECT_GE(two, 2 * one);  // half an L3 shared by the cores, each L2 in it (a victim cache) or beside it
+        EXPECT_EQ(two, detail::stream_output_min_bytes(3));
+        break;
+      default:
+        EXPECT_EQ(one, uint64_t{64} << 20);
+        EXPECT_EQ(two, one);
     }
   }
   for (int threads : {1, 2}) {
@@ -319,6 +323,36 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
   gn::Args a;
   a.n = 1, a.c = 1, a.groups = 1, a.dtype = DType::kFloat32, a.hw = static_cast<int64_t>(one / 4);
   EXPECT_TRUE(gn::make_plan(a, Context{2}).stream_output);
+}
+
+// Streamed row-major float32 groups overlap their passes where detail::overlap_passes says so for x's bytes: on Intel
+// at any size, on AMD Zen 5 while x fits half the L3, nowhere else (unless NNOPS_OVERLAP_PASSES says otherwise).
+TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
+  const uint64_t one = detail::stream_output_min_bytes(1), max = detail::overlap_passes_max_bytes();
+  if (!std::getenv("NNOPS_OVERLAP_PASSES")) {
+    const detail::CpuKind kind = detail::cpu_kind();
+    EXPECT_EQ(max == 0, kind == detail::CpuKind::kOther);
+    EXPECT_EQ(max == ~uint64_t{0}, kind == detail::CpuKind::kIntel);
+  }
+  gn::Args a;
+  a.n = 1, a.c = 2, a.groups = 2, a.dtype = DType::kFloat32;
+  a.hw = static_cast<int64_t>(std::max<uint64_t>(one, 1 << 16) / 8);  // streamed on one thread
+  gn::Plan p = gn::make_plan(a, Context{1});
+  ASSERT_TRUE(p.stream_output);
+  EXPECT_EQ(p.pipeline, detail::overlap_passes(static_cast<uint64_t>(a.hw) * 8));
+  a.dtype = DType::kBFloat16, a.hw *= 2;  // the same bytes in a half type: never overlapped
+  EXPECT_FALSE(gn::make_plan(a, Context{1}).pipeline);
+  a.dtype = DType::kFloat32, a.hw /= 2, a.layout = gn::Layout::kNHWC;  // nor channels-last
+  EXPECT_FALSE(gn::make_plan(a, Context{1}).pipeline);
+  a.layout = gn::Layout::kNCHW;
+  if (max != 0 && max != ~uint64_t{0} && max >= one) {  // both sides of a size limit
+    a.hw = static_cast<int64_t>(max / 8);
+    EXPECT_TRUE(gn::make_plan(a, Context{1}).pipeline);
+    a.hw += 16;
+    p = gn::make_plan(a, Context{1});
+    EXPECT_TRUE(p.stream_output);
+    EXPECT_FALSE(p.pipeline);
+  }
 }
 
 // Runs gn::run by hand with make_plan's plan for 3 threads (its scratch holds every variant below: whole-row chunks

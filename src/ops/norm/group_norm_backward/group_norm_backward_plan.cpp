@@ -13,7 +13,7 @@ using gn::round64;
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const gn::Units u = gn::split_units(a, ctx);
+  const gn::Units u = gn::split_units(a, ctx, 2);  // pass 1 reads x and dy
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
   // The dgamma/dbeta reduction is split by channel, so C channels also feed the threads.

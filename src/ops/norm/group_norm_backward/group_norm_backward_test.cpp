@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
+#include "src/core/check.hpp"
 #include "src/core/layout.hpp"
 #include "src/ops/norm/group_norm_backward/group_norm_backward_impl.hpp"
 #include "tests/op_test_util.hpp"
@@ -279,6 +280,20 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
       }
     });
   }
+}
+
+// Pass 1 reads x and dy: detail::overlap_passes judges their bytes together, twice the output's.
+TEST(GroupNormBackward, PlanOverlapsPassesByBothInputs) {
+  const uint64_t max = detail::overlap_passes_max_bytes(), one = detail::stream_output_min_bytes(1);
+  if (max == 0 || max == ~uint64_t{0} || max < one) GTEST_SKIP() << "no size limit on overlapped passes on this CPU";
+  gn_bwd::Args a;
+  a.n = 1, a.c = 2, a.groups = 2, a.dtype = DType::kFloat32;
+  a.hw = static_cast<int64_t>(max / 8);  // x is `max` bytes: x and dy twice that
+  gn_bwd::Plan p = gn_bwd::make_plan(a, Context{1});
+  EXPECT_TRUE(p.stream_output);
+  EXPECT_FALSE(p.pipeline);
+  a.hw /= 2;
+  EXPECT_EQ(gn_bwd::make_plan(a, Context{1}).pipeline, static_cast<uint64_t>(a.hw) * 8 >= one);
 }
 
 TEST(GroupNormBackward, EveryOutputMaskWritesExactlyItsOutputs) {
