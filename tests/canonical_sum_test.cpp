@@ -29,6 +29,21 @@ void Rows(const T* x, const T* y, size_t n, double m, double* out) {
   };
   CanonRowSums<2>(x, y, n, vf, sf, out);
 }
+// Rows' two statistics for the rows (x0, y0) and (x1, y1) at once (CanonRowSumsPair), and the first statistic
+// alone for both (its one-statistic form) into first0 and first1.
+void RowsPairF32(const float* x0, const float* y0, const float* x1, const float* y1, size_t n, double m, double* out0,
+                 double* out1, double* first0, double* first1) {
+  auto vf = [m](auto d, auto vx, auto vy, auto* s0, auto* s1) HWY_ATTR {
+    *s0 = vx;
+    *s1 = hn::Mul(hn::Sub(vx, hn::Set(d, m)), vy);
+  };
+  auto sf = [m](double vx, double vy, double* s0, double* s1) {
+    *s0 = vx;
+    *s1 = (vx - m) * vy;
+  };
+  CanonRowSumsPair<2>(x0, y0, x1, y1, n, vf, sf, out0, out1);
+  CanonRowSumsPair<1, true>(x0, y0, x1, y1, n, vf, sf, first0, first1);
+}
 // The same two statistics for every column of rows x cols arrays (row stride `stride`), with m per column.
 template <typename T>
 void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
@@ -72,6 +87,7 @@ HWY_AFTER_NAMESPACE();
 namespace nnops {
 HWY_EXPORT(RowsF32);
 HWY_EXPORT(RowsBF16);
+HWY_EXPORT(RowsPairF32);
 HWY_EXPORT(ColumnsF32);
 HWY_EXPORT(ColumnsBF16);
 
@@ -117,6 +133,22 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       HWY_DYNAMIC_DISPATCH(RowsF32)(x.data(), y.data(), n, m, got);
       EXPECT_EQ(got[0], want[0]);
       EXPECT_EQ(got[1], want[1]);
+      // Two rows at once, the second (y, x): each its own sums, bit for bit.
+      {
+        std::vector<double> u0(n), u1(n);
+        for (std::size_t i = 0; i < n; ++i) {
+          u0[i] = y[i];
+          u1[i] = (static_cast<double>(y[i]) - m) * static_cast<double>(x[i]);
+        }
+        double p0[2], p1[2], f0 = -1, f1 = -1;
+        HWY_DYNAMIC_DISPATCH(RowsPairF32)(x.data(), y.data(), y.data(), x.data(), n, m, p0, p1, &f0, &f1);
+        EXPECT_EQ(p0[0], want[0]);
+        EXPECT_EQ(p0[1], want[1]);
+        EXPECT_EQ(p1[0], definition(u0));
+        EXPECT_EQ(p1[1], definition(u1));
+        EXPECT_EQ(f0, want[0]);
+        EXPECT_EQ(f1, definition(u0));
+      }
       // The same data as column 2 of a [n, 5] array, every column its own statistic.
       const std::size_t cols = 5;
       std::vector<float> xa(n * cols), ya(n * cols);

@@ -169,7 +169,17 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
   double* s1 = scratch;
   double* s2 = scratch + cpg;
   const ShiftedTerms terms{ToDouble(x)};
-  for (int64_t c = 0; c < cpg; ++c) {
+  int64_t c = 0;
+  if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {  // two channels at once (same bits)
+    for (; c + 2 <= cpg; c += 2) {
+      const T* x0 = x + c * hw;
+      const T* x1 = x0 + hw;
+      double o0[2], o1[2];
+      CanonRowSumsPair<2, kMixSums<T>>(x0, x0, x1, x1, hw, terms, terms, o0, o1, prefetch);
+      s1[c] = o0[0], s2[c] = o0[1], s1[c + 1] = o1[0], s2[c + 1] = o1[1];
+    }
+  }
+  for (; c < cpg; ++c) {
     double o[2];
     CanonRowSums<2, kMixSums<T>>(x + c * hw, x + c * hw, hw, terms, terms, o, prefetch, side_of(c));
     s1[c] = o[0];
