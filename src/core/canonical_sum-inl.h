@@ -227,8 +227,9 @@ HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, con
 // accumulators and the same operations in the same order: the same bits as two calls. Why: a row's loop is bound by
 // the latency of its accumulations (one step of the 16 lanes' chains per FMA latency; on AMD Zen 5 a stand-alone
 // copy of GroupNorm's loop ran 0.25 cycles per element, two rows interleaved 0.216, docs/performance.md), and the
-// two rows share the setup and the tails. Where the accumulators of two rows would not fit the registers (more
-// than two vectors of a statistic: AVX2, NEON, SVE below 512 bits) it is the two calls.
+// two rows share the setup and the tails; from memory two rows' streams read slower than one (GroupNorm uses it
+// only in cache). Where the accumulators of two rows would not fit the registers (more than two vectors of a
+// statistic: AVX2, NEON, SVE below 512 bits) it is the two calls.
 template <size_t kR, size_t kK, bool kMix, typename T, class VF>
 HWY_INLINE void CanonRowSumsPairR(const T* HWY_RESTRICT x0, const T* HWY_RESTRICT y0, const T* HWY_RESTRICT x1,
                                   const T* HWY_RESTRICT y1, size_t n, const VF& vf, double* out0, double* out1,

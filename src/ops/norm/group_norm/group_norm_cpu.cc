@@ -160,7 +160,7 @@ struct GroupStats {
 };
 
 template <typename T, class SideOf>
-GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scratch, bool prefetch,
+GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scratch, bool prefetch, bool pair,
                           const SideOf& side_of) {
   const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw);
@@ -170,8 +170,8 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
   double* s2 = scratch + cpg;
   const ShiftedTerms terms{ToDouble(x)};
   int64_t c = 0;
-  if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {  // two channels at once (same bits)
-    for (; c + 2 <= cpg; c += 2) {
+  if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {
+    for (; pair && c + 2 <= cpg; c += 2) {  // two channels at once (the same bits; see GroupsNCHW)
       const T* x0 = x + c * hw;
       const T* x1 = x0 + hw;
       double o0[2], o1[2];
@@ -204,14 +204,19 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
   return st;
 }
 
-// A thread's row-major groups [q0, q1) (see PipelineGroups for `pipeline`).
+// A thread's row-major groups [q0, q1) (see PipelineGroups for `pipeline`). A group's statistics take two channels
+// at once (CanonRowSumsPair) where the plan keeps the output cached, i.e. where x is expected in cache: on Zen 5
+// GroupNorm float32 [1, 64, 1536] 12.0-12.4 -> 11.2-11.3 us, [2, 64, 16384] on 2 threads (in L3) 112-113 ->
+// 123-124 GB/s, but from memory (streamed, not overlapped) [103, 320, 64, 64] 32-34 -> 24-25 GB/s and float16
+// 29 -> 16: two rows' streams 16 KiB apart read slower than one. GroupNormBackward's pass 1 (four streams) measured
+// no faster paired in cache (docs/performance.md).
 template <typename T>
 void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, const double* beta, double* stats,
                 double* scratch, bool stream, bool prefetch, bool pipeline) {
   const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw);
   auto group_stats = [&](int64_t q, const auto& side_of) {
-    return GroupNCHWStats<T>(a, q, stats, scratch, prefetch, side_of);
+    return GroupNCHWStats<T>(a, q, stats, scratch, prefetch, !stream, side_of);
   };
   auto row_of = [&](int64_t q, int64_t c, const GroupStats& st) {
     const int64_t ch = st.c0 + c, offset = (q * cpg + c) * a.hw;

@@ -161,15 +161,7 @@ GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, 
   };
   double* bs = s.b_sum + n * a.c + c0;
   double* ds = s.d_sum + n * a.c + c0;
-  int64_t c = 0;
-  if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {  // two channels at once (same bits)
-    for (; c + 2 <= cpg; c += 2) {
-      double o0[2], o1[2];
-      CanonRowSumsPair<2>(dy + c * hw, x + c * hw, dy + (c + 1) * hw, x + (c + 1) * hw, hw, vf, sf, o0, o1, prefetch);
-      bs[c] = o0[0], ds[c] = o0[1], bs[c + 1] = o1[0], ds[c + 1] = o1[1];
-    }
-  }
-  for (; c < cpg; ++c) {
+  for (int64_t c = 0; c < cpg; ++c) {
     double out[2];
     CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
     bs[c] = out[0];
