@@ -59,6 +59,9 @@ uint64_t overlap_passes_max_bytes();
 /// NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring).
 uint64_t stream_output_min_bytes(int threads);
 
+/// One core's L2 (bytes): Linux's sysfs, else glibc's sysconf, else 1 MiB.
+uint64_t l2_cache_bytes();
+
 Status invalid_arg(const char* op, const std::string& what);
 
 /// Rank in range, dims >= 0, strides >= 0, element and byte counts and the bytes the view spans fit in

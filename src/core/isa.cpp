@@ -136,6 +136,11 @@ uint64_t l3_bytes() {
 }
 }  // namespace
 
+uint64_t l2_cache_bytes() {
+  static const uint64_t b = cache_bytes(2, uint64_t{1} << 20);
+  return b;
+}
+
 CpuKind cpu_kind() {
   static const CpuKind kind = detect_cpu_kind();
   return kind;
@@ -179,8 +184,7 @@ bool overlap_passes(uint64_t input_bytes) {
 uint64_t stream_output_min_bytes(int threads) {
   static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");
   if (env) return std::strtoull(env, nullptr, 10);
-  static const uint64_t l2 = cache_bytes(2, uint64_t{1} << 20);
-  const uint64_t l3 = l3_bytes();
+  const uint64_t l2 = l2_cache_bytes(), l3 = l3_bytes();
   const uint64_t writers = static_cast<uint64_t>(std::max(threads, 1));
   switch (cpu_kind()) {
     case CpuKind::kIntel:

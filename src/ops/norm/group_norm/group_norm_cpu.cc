@@ -204,19 +204,19 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
   return st;
 }
 
-// A thread's row-major groups [q0, q1) (see PipelineGroups for `pipeline`). A group's statistics take two channels
-// at once (CanonRowSumsPair) where the plan keeps the output cached, i.e. where x is expected in cache: on Zen 5
-// GroupNorm float32 [1, 64, 1536] 12.0-12.4 -> 11.2-11.3 us, [2, 64, 16384] on 2 threads (in L3) 112-113 ->
-// 123-124 GB/s, but from memory (streamed, not overlapped) [103, 320, 64, 64] 32-34 -> 24-25 GB/s and float16
-// 29 -> 16: two rows' streams 16 KiB apart read slower than one. GroupNormBackward's pass 1 (four streams) measured
-// no faster paired in cache (docs/performance.md).
+// A thread's row-major groups [q0, q1) (see PipelineGroups for `pipeline`). `pair` (Plan::pair_rows): a group's
+// statistics take two channels at once (CanonRowSumsPair), for x that fits the threads' L2s and so is likely in
+// cache: on Zen 5 GroupNorm float32 [1, 64, 1536] 12.0-12.4 -> 11.2-11.3 us, but from memory [103, 320, 64, 64]
+// 32-34 -> 24-25 GB/s and float16 29 -> 16 (two rows' streams 16 KiB apart read slower than one), and the UNet
+// workload on 2 threads (its layers' x from memory) 17.2-17.7 -> 20.2 ms when paired up to half the L3.
+// GroupNormBackward's pass 1 (four streams) measured no faster paired in cache (docs/performance.md).
 template <typename T>
 void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, const double* beta, double* stats,
-                double* scratch, bool stream, bool prefetch, bool pipeline) {
+                double* scratch, bool stream, bool prefetch, bool pipeline, bool pair) {
   const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw);
   auto group_stats = [&](int64_t q, const auto& side_of) {
-    return GroupNCHWStats<T>(a, q, stats, scratch, prefetch, !stream, side_of);
+    return GroupNCHWStats<T>(a, q, stats, scratch, prefetch, pair, side_of);
   };
   auto row_of = [&](int64_t q, int64_t c, const GroupStats& st) {
     const int64_t ch = st.c0 + c, offset = (q * cpg + c) * a.hw;
@@ -325,7 +325,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     if (a.layout == Layout::kNCHW) {
       GroupsNCHW<T>(a, u0, u1, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output, p.prefetch,
-                    p.pipeline);
+                    p.pipeline, p.pair_rows);
     } else {
       for (int64_t u = u0; u < u1; ++u) ChunkNHWC<T>(a, p, u, gamma, beta, stats, scratch);
     }

@@ -68,6 +68,10 @@ struct Plan {
   /// thread's groups in order), so that the stores to memory overlap the loads from it (Units::pipeline; the bits
   /// do not depend on it).
   bool pipeline = false;
+  /// Row-major: the statistics take two channels at once (CanonRowSumsPair) where x fits the writing threads' L2s
+  /// (detail::l2_cache_bytes), so is likely still in cache: there they measured faster, from memory slower (the bits
+  /// do not depend on it; docs/performance.md, Zen 5).
+  bool pair_rows = false;
 };
 
 Plan make_plan(const Args& a, const Context& ctx);

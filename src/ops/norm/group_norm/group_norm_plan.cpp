@@ -85,6 +85,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
                       round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
   p.pipeline = u.pipeline;
+  p.pair_rows = static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) <=
+                detail::l2_cache_bytes() * static_cast<uint64_t>(u.writers);
   // The CPU also enters the plan, here the prefetch and in split_units the pipeline (the same bits either way).
   p.prefetch = detail::software_prefetch();
   return p;

@@ -393,8 +393,9 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
 }
 
 // Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores, software prefetch on and
-// off, row-major groups pipelined (each group's output beside the next group's statistics) or not, channels-last
-// chunks of 1 to 3 groups and of whole rows, streamed, with and without the output pass's prefetch.
+// off, row-major groups pipelined (each group's output beside the next group's statistics) or not, their channels'
+// statistics two at a time or one, channels-last chunks of 1 to 3 groups and of whole rows, streamed, with and
+// without the output pass's prefetch.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
@@ -411,6 +412,7 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
                 plan.stream_output = variant % 2;
                 plan.prefetch = variant / 2 % 2;
                 plan.pipeline = variant / 4;
+                plan.pair_rows = threads != 2;  // two channels' statistics at once, or one at a time
               } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
                 plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
                 plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
