@@ -148,6 +148,26 @@ HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, 
   out[1] = lanes[1];
 }
 
+// One step (accumulator r: elements i + r N ..) and the tail of the rows x, y into the accumulators a##r, b##r
+// (CanonRowSumsR, CanonRowSumsPairR); in scope: d, df, N, i, rem, vf, one, kR, kK, kMix.
+#define NNOPS_CANON_STEP_OF(x, y, a, b, r)                                                                       \
+  if (r < kR) {                                                                                                  \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                     \
+    vf(d, hn::PromoteTo(d, LoadF32(df, x + i + r * N)), hn::PromoteTo(d, LoadF32(df, y + i + r * N)), &t0, &t1); \
+    a##r = (kMix && 2 * r < kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);                                     \
+    if (kK > 1) b##r = AccAdd(b##r, t1, one);                                                                    \
+  }
+#define NNOPS_CANON_TAIL_OF(x, y, a, b, r)                                                                             \
+  if (r < kR && r * N < rem) {                                                                                         \
+    const size_t cnt = std::min(N, rem - r * N);                                                                       \
+    const auto live = hn::FirstN(d, cnt);                                                                              \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                           \
+    vf(d, hn::PromoteTo(d, LoadF32N(df, x + i + r * N, cnt)), hn::PromoteTo(d, LoadF32N(df, y + i + r * N, cnt)), &t0, \
+       &t1);                                                                                                           \
+    a##r = hn::Add(a##r, hn::IfThenElseZero(live, t0));                                                                \
+    if (kK > 1) b##r = hn::Add(b##r, hn::IfThenElseZero(live, t1));                                                    \
+  }
+
 // Row sums of up to two statistics over two parallel rows x, y (y may equal x): for every i, vf(d, X, Y, &s0,
 // &s1) returns the terms of both statistics for the float64 vectors X = x[i..], Y = y[i..]; sf(X, Y, &s0, &s1)
 // does the same for one element. out[0..kK) receive the canonical sums. kMix: half of the first statistic's
@@ -172,13 +192,7 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
       PrefetchStream(x + i, kCanonLanes * sizeof(T));
       if (y != x) PrefetchStream(y + i, kCanonLanes * sizeof(T));
     }
-#define NNOPS_CANON_STEP(r)                                                                                      \
-  if (r < kR) {                                                                                                  \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                     \
-    vf(d, hn::PromoteTo(d, LoadF32(df, x + i + r * N)), hn::PromoteTo(d, LoadF32(df, y + i + r * N)), &t0, &t1); \
-    a##r = (kMix && 2 * r < kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);                                     \
-    if (kK > 1) b##r = AccAdd(b##r, t1, one);                                                                    \
-  }
+#define NNOPS_CANON_STEP(r) NNOPS_CANON_STEP_OF(x, y, a, b, r)
     NNOPS_CANON_EACH(NNOPS_CANON_STEP)
 #undef NNOPS_CANON_STEP
   }
@@ -186,16 +200,7 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   // done; the padding lanes add +0.0, which changes no lane (a lane is never -0.0).
   (void)sf;  // the scalar form is the targets' without float64 vectors (below)
   const size_t rem = n - i;
-#define NNOPS_CANON_TAIL(r)                                                                                            \
-  if (r < kR && r * N < rem) {                                                                                         \
-    const size_t cnt = std::min(N, rem - r * N);                                                                       \
-    const auto live = hn::FirstN(d, cnt);                                                                              \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                           \
-    vf(d, hn::PromoteTo(d, LoadF32N(df, x + i + r * N, cnt)), hn::PromoteTo(d, LoadF32N(df, y + i + r * N, cnt)), &t0, \
-       &t1);                                                                                                           \
-    a##r = hn::Add(a##r, hn::IfThenElseZero(live, t0));                                                                \
-    if (kK > 1) b##r = hn::Add(b##r, hn::IfThenElseZero(live, t1));                                                    \
-  }
+#define NNOPS_CANON_TAIL(r) NNOPS_CANON_TAIL_OF(x, y, a, b, r)
   NNOPS_CANON_EACH(NNOPS_CANON_TAIL)
 #undef NNOPS_CANON_TAIL
   if constexpr (kK > 1 && kR <= 8) {
@@ -248,35 +253,16 @@ HWY_INLINE void CanonRowSumsPairR(const T* HWY_RESTRICT x0, const T* HWY_RESTRIC
       PrefetchStream(x1 + i, kCanonLanes * sizeof(T));
       if (y1 != x1) PrefetchStream(y1 + i, kCanonLanes * sizeof(T));
     }
-#define NNOPS_CANON_PAIR_STEP(x, y, a, b, r)                                                                     \
-  if (r < kR) {                                                                                                  \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                     \
-    vf(d, hn::PromoteTo(d, LoadF32(df, x + i + r * N)), hn::PromoteTo(d, LoadF32(df, y + i + r * N)), &t0, &t1); \
-    a##r = (kMix && 2 * r < kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);                                     \
-    if (kK > 1) b##r = AccAdd(b##r, t1, one);                                                                    \
-  }
-    NNOPS_CANON_PAIR_STEP(x0, y0, a, b, 0)
-    NNOPS_CANON_PAIR_STEP(x1, y1, c, e, 0)
-    NNOPS_CANON_PAIR_STEP(x0, y0, a, b, 1)
-    NNOPS_CANON_PAIR_STEP(x1, y1, c, e, 1)
-#undef NNOPS_CANON_PAIR_STEP
+    NNOPS_CANON_STEP_OF(x0, y0, a, b, 0)
+    NNOPS_CANON_STEP_OF(x1, y1, c, e, 0)
+    NNOPS_CANON_STEP_OF(x0, y0, a, b, 1)
+    NNOPS_CANON_STEP_OF(x1, y1, c, e, 1)
   }
   const size_t rem = n - i;  // the tails as CanonRowSumsR's
-#define NNOPS_CANON_PAIR_TAIL(x, y, a, b, r)                                                                           \
-  if (r < kR && r * N < rem) {                                                                                         \
-    const size_t cnt = std::min(N, rem - r * N);                                                                       \
-    const auto live = hn::FirstN(d, cnt);                                                                              \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                           \
-    vf(d, hn::PromoteTo(d, LoadF32N(df, x + i + r * N, cnt)), hn::PromoteTo(d, LoadF32N(df, y + i + r * N, cnt)), &t0, \
-       &t1);                                                                                                           \
-    a##r = hn::Add(a##r, hn::IfThenElseZero(live, t0));                                                                \
-    if (kK > 1) b##r = hn::Add(b##r, hn::IfThenElseZero(live, t1));                                                    \
-  }
-  NNOPS_CANON_PAIR_TAIL(x0, y0, a, b, 0)
-  NNOPS_CANON_PAIR_TAIL(x0, y0, a, b, 1)
-  NNOPS_CANON_PAIR_TAIL(x1, y1, c, e, 0)
-  NNOPS_CANON_PAIR_TAIL(x1, y1, c, e, 1)
-#undef NNOPS_CANON_PAIR_TAIL
+  NNOPS_CANON_TAIL_OF(x0, y0, a, b, 0)
+  NNOPS_CANON_TAIL_OF(x0, y0, a, b, 1)
+  NNOPS_CANON_TAIL_OF(x1, y1, c, e, 0)
+  NNOPS_CANON_TAIL_OF(x1, y1, c, e, 1)
   const auto z = hn::Zero(d);
   if constexpr (kK > 1) {
     // CanonCombinePair's tree for the four sums at once: after level 2 (kR == 2) or 1 (kR == 1) the four sums'
@@ -319,6 +305,8 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 }
 #undef NNOPS_CANON_ACC
 #undef NNOPS_CANON_EACH
+#undef NNOPS_CANON_STEP_OF
+#undef NNOPS_CANON_TAIL_OF
 
 // Column sums: for each of `cols` columns, the canonical sums of up to two statistics over `rows` rows of the
 // row-major arrays x and y (`stride` elements between rows). Row r is added into lane r mod 16 of every column;
