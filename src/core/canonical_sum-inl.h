@@ -124,10 +124,16 @@ HWY_INLINE double CanonCombineVectors(D d, V v0, V v1, V v2, V v3, V v4, V v5, V
 // each statistic; lane 0 of the last level is a's sum and lane 1 b's, bit for bit. 15 permute pairs for both at
 // most, against the per-vector lane shuffles of CanonCombineVectors (GroupNorm [2, 1280, 8, 8] float32: rows of 64
 // elements, whose combine was half of a row's work).
+// One level of CanonCombinePair's tree: the pair sums of neighbouring lanes of lo then hi, each its lower lane first.
+template <class D, class V>
+HWY_INLINE V PairSums(D d, V lo, V hi) {
+  return hn::Add(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo));
+}
+
 template <size_t kR, class D, class V>
 HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, V a7, V b0, V b1, V b2, V b3, V b4,
                                  V b5, V b6, V b7, double* out) {
-  auto P = [d](V lo, V hi) HWY_ATTR { return hn::Add(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo)); };
+  auto P = [d](V lo, V hi) HWY_ATTR { return PairSums(d, lo, hi); };
   V s;
   if constexpr (kR == 1) {
     const V p = P(a0, b0), q = P(p, p), r = P(q, q);
@@ -268,8 +274,7 @@ HWY_INLINE void CanonRowSumsPairR(const T* HWY_RESTRICT x0, const T* HWY_RESTRIC
     // CanonCombinePair's tree for the four sums at once: after level 2 (kR == 2) or 1 (kR == 1) the four sums'
     // partial lanes are neighbours in two vectors, a's then b's and c's then e's; two levels more leave the sums
     // in lanes 0..3.
-    auto P = [d](hn::Vec<CanonD> lo, hn::Vec<CanonD> hi)
-                 HWY_ATTR { return hn::Add(hn::ConcatEven(d, hi, lo), hn::ConcatOdd(d, hi, lo)); };
+    auto P = [d](hn::Vec<CanonD> lo, hn::Vec<CanonD> hi) HWY_ATTR { return PairSums(d, lo, hi); };
     hn::Vec<CanonD> r;
     if constexpr (kR == 2) {
       r = P(P(P(a0, a1), P(b0, b1)), P(P(c0, c1), P(e0, e1)));

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "src/core/check.hpp"
@@ -103,10 +104,10 @@ CpuKind detect_cpu_kind() {
   return CpuKind::kOther;
 }
 
-// `fallback` unless the environment variable `env` says 0 or 1.
-bool unless_env(const char* env, bool fallback) {
+// What the environment variable `env` says, off for 0 and on for anything else; nothing where it is unset.
+std::optional<bool> env_switch(const char* env) {
   if (const char* v = std::getenv(env)) return std::strcmp(v, "0") != 0;
-  return fallback;
+  return std::nullopt;
 }
 
 // The size of cpu0's level-`level` data or unified cache: Linux's sysfs first (the kernel's view, which on the VMs
@@ -158,14 +159,14 @@ const char* cpu_kind_name(CpuKind kind) {
 }
 
 bool software_prefetch() {
-  static const bool on = unless_env("NNOPS_SOFTWARE_PREFETCH", cpu_kind() == CpuKind::kIntel);
+  static const bool on = env_switch("NNOPS_SOFTWARE_PREFETCH").value_or(cpu_kind() == CpuKind::kIntel);
   return on;
 }
 
 uint64_t overlap_passes_max_bytes() {
   constexpr uint64_t kAny = ~uint64_t{0};
-  static const char* env = std::getenv("NNOPS_OVERLAP_PASSES");
-  if (env) return std::strcmp(env, "0") != 0 ? kAny : 0;
+  static const std::optional<bool> env = env_switch("NNOPS_OVERLAP_PASSES");
+  if (env) return *env ? kAny : 0;
   switch (cpu_kind()) {
     case CpuKind::kIntel:
       return kAny;
