@@ -66,6 +66,7 @@ HWY_INLINE void FromFloat(float v, hwy::bfloat16_t* p) {
 // No work beside the sums (CanonRowSums' `side`).
 struct NoSide {
   HWY_INLINE void operator()(size_t) const {}
+  HWY_INLINE void operator()(size_t, size_t) const {}
 };
 
 // The fixed combination of the 16 lane sums: pairwise, lane 0 leftmost.
@@ -317,7 +318,9 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // row-major arrays x and y (`stride` elements between rows). Row r is added into lane r mod 16 of every column;
 // the lanes live in `acc` (2 * 16 * cols doubles, any contents). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
-// out1 (cols each; out1 may be null when kK == 1) receive the sums. kMix: as for CanonRowSums.
+// out1 (cols each; out1 may be null when kK == 1) receive the sums. kMix: as for CanonRowSums. `side(r0, r1)` runs
+// before each block of rows [r0, r1): other work interleaved with the sums (a pipelined channels-last kernel writes
+// the previous unit's rows), which must not touch the sums' inputs, outputs or acc; the scalar build skips it.
 //
 // NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
 // few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16
@@ -330,10 +333,10 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // lines in flight at once and lost, most in the backward pass's two arrays.
 constexpr size_t kCanonColumnBlock = 4 * kCanonLanes;
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF>
+template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                 size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
-                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1) {
+                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, Side&& side = Side()) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
   const size_t N = hn::Lanes(d);
@@ -350,6 +353,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
   const size_t seg = cols * sizeof(T), seg_lines = (seg + 63) / 64;
   for (size_t r0 = 0; r0 < rows; r0 += B) {
     const size_t r1 = std::min(rows, r0 + B);
+    side(r0, r1);
     const bool first = r0 == 0;
     auto load = [&](const double* p) HWY_ATTR { return first ? hn::Zero(d) : hn::LoadU(d, p); };
     // The next block's lines, in address order, spread evenly over this block's (strip, lane) steps, into L2 (the
@@ -475,9 +479,9 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
   CanonRowSums<kK, kMix>(x1, y1, n, vf, sf, out1, prefetch);
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF>
+template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const VF&,
-                                const SF& sf, double* acc, double* out0, double* out1) {
+                                const SF& sf, double* acc, double* out0, double* out1, Side&& = Side()) {
   double* acc0 = acc;
   double* acc1 = acc + kCanonLanes * cols;
   std::memset(acc, 0, 2 * kCanonLanes * cols * sizeof(double));

@@ -18,7 +18,9 @@
 //
 // Channels-last chunks: a unit reads the columns of chunk_groups whole groups (a multiple of 16 channels when
 // the group size allows, so that rows are whole vectors) over all HxW rows, twice: the second read finds the
-// chunk in L2 only when it is small; the plan prefers whole rows (see gn::channels_last_chunk).
+// chunk in L2 only when it is small; the plan prefers whole rows (see gn::channels_last_chunk). A thread's streamed
+// float32 units are pipelined where the CPU gains (gn::Plan::pipeline): unit u's output rows beside unit u + 1's
+// column sums, one block of rows after another (ChunksNHWC), the same operations.
 
 #include <algorithm>
 #include <cmath>
@@ -226,26 +228,43 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
   PipelineGroups(q0, q1, cpg, pipeline, group_stats, row_of);
 }
 
-template <typename T>
-void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, const double* beta, double* stats,
-               unsigned char* scratch) {
-  const int64_t cpg = a.cpg(), chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
-  const int64_t n = u / chunks, g0 = (u % chunks) * p.chunk_groups;
-  const int64_t g1 = std::min(a.groups, g0 + p.chunk_groups);
-  const size_t cols = static_cast<size_t>((g1 - g0) * cpg), stride = static_cast<size_t>(a.c);
+// A channels-last unit u: sample n, groups [g0, g1), `cols` channels from c0, every HxW row.
+struct Chunk {
+  int64_t n, g0, g1, c0;
+  size_t cols;
+};
+
+Chunk ChunkOf(const Args& a, const Plan& p, int64_t u) {
+  const int64_t chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
+  Chunk k;
+  k.n = u / chunks;
+  k.g0 = (u % chunks) * p.chunk_groups;
+  k.g1 = std::min(a.groups, k.g0 + p.chunk_groups);
+  k.c0 = k.g0 * a.cpg();
+  k.cols = static_cast<size_t>((k.g1 - k.g0) * a.cpg());
+  return k;
+}
+
+// The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each.
+struct ColumnConsts {
+  float *mh, *a, *b;
+};
+
+// A unit's statistics (into the workspace's stats and the constants k), its column sums' side work from side(r0, r1)
+// (CanonColumnSums: before each block of rows).
+template <typename T, class Side>
+void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double* gamma, const double* beta,
+                    double* stats, unsigned char* scratch, const ColumnConsts& kc, Side&& side) {
+  const int64_t cpg = a.cpg(), g0 = ch.g0, g1 = ch.g1, c0 = ch.c0;
+  const size_t cols = ch.cols, stride = static_cast<size_t>(a.c);
   const size_t rows = static_cast<size_t>(a.hw);
   const size_t cmax = static_cast<size_t>(p.chunk_groups * cpg);
   const double m = static_cast<double>(cpg * a.hw);
-  const int64_t c0 = g0 * cpg;
-  const T* x = static_cast<const T*>(a.x) + n * a.hw * a.c + c0;
-  T* out = static_cast<T*>(a.out) + n * a.hw * a.c + c0;
-  // Scratch: lane accumulators; per column the two sums, the shift (then the mean) and rstd; the four float32
-  // constant arrays.
+  const T* x = static_cast<const T*>(a.x) + ch.n * a.hw * a.c + c0;
+  // Scratch: lane accumulators; per column the two sums, the shift (then the mean) and rstd.
   double* acc = reinterpret_cast<double*>(scratch);
   double* s1 = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
-  float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(s1) + (4 * cmax * 8 + 63) / 64 * 64);
-  float *ca = mh + cmax, *cb = ca + cmax;
 
   // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
   for (int64_t g = g0; g < g1; ++g) {
@@ -262,7 +281,7 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
     *s0 = dv;
     *s1v = dv * dv;
   };
-  CanonColumnSums<2, kMixSums<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2);
+  CanonColumnSums<2, kMixSums<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2, side);
   bool all_ok = true;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
@@ -293,21 +312,64 @@ void ChunkNHWC(const Args& a, const Plan& p, int64_t u, const double* gamma, con
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
     const double rstd = 1.0 / std::sqrt(crstd[k] + a.eps);
-    StoreStats(a, stats, n * a.groups + g, cmean[k], rstd);
+    StoreStats(a, stats, ch.n * a.groups + g, cmean[k], rstd);
     for (int64_t c = 0; c < cpg; ++c) crstd[k + c] = rstd;
   }
   for (size_t c = 0; c < cols; ++c) {
     const ChannelConsts k = Consts(cmean[c], crstd[c], gamma[c0 + c], beta[c0 + c]);
-    mh[c] = k.mean_hi;
-    ca[c] = k.a;
-    cb[c] = k.b;
+    kc.mh[c] = k.mean_hi;
+    kc.a[c] = k.a;
+    kc.b[c] = k.b;
   }
-  const bool stream = p.stream_output && cols == stride;
+}
+
+// Rows [r0, r1) of a unit's output.
+template <typename T>
+void ChunkNHWCRows(const Args& a, const Plan& p, const Chunk& ch, const ColumnConsts& kc, size_t r0, size_t r1) {
+  const size_t stride = static_cast<size_t>(a.c);
+  const T* x = static_cast<const T*>(a.x) + ch.n * a.hw * a.c + ch.c0;
+  T* out = static_cast<T*>(a.out) + ch.n * a.hw * a.c + ch.c0;
+  const bool stream = p.stream_output && ch.cols == stride;
   // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
-  const bool prefetch = p.prefetch && cols == stride;
-  for (size_t r = 0; r < rows; ++r) {
-    NormalizeColumns(x + r * stride, out + r * stride, cols, mh, ca, cb, stream, prefetch);
+  const bool prefetch = p.prefetch && ch.cols == stride;
+  for (size_t r = r0; r < r1; ++r) {
+    NormalizeColumns(x + r * stride, out + r * stride, ch.cols, kc.mh, kc.a, kc.b, stream, prefetch);
   }
+}
+
+// A thread's channels-last units [u0, u1). `pipeline`: unit u's output rows are written beside unit u + 1's column
+// sums, block by block (the same rows of both: units of one row count), else unit by unit.
+template <typename T>
+void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const double* gamma, const double* beta,
+                double* stats, unsigned char* scratch, bool pipeline) {
+  const size_t cmax = static_cast<size_t>(p.chunk_groups * a.cpg()), rows = static_cast<size_t>(a.hw);
+  float* f = reinterpret_cast<float*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64 + (4 * cmax * 8 + 63) / 64 * 64);
+  const size_t fc = (cmax + 15) / 16 * 16;
+  const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc}, {f + 3 * fc, f + 4 * fc, f + 5 * fc}};
+  if (!pipeline) {
+    for (int64_t u = u0; u < u1; ++u) {
+      const Chunk ch = ChunkOf(a, p, u);
+      ChunkNHWCStats<T>(a, p, ch, gamma, beta, stats, scratch, kc[0], NoSide());
+      ChunkNHWCRows<T>(a, p, ch, kc[0], 0, rows);
+    }
+    return;
+  }
+  Chunk prev{};
+  size_t done = rows;  // the rows of prev written so far
+  int cur = 0;
+  for (int64_t u = u0; u < u1; ++u) {
+    const Chunk ch = ChunkOf(a, p, u);
+    const ColumnConsts& pk = kc[cur ^ 1];
+    auto side = [&](size_t, size_t r1) {
+      if (r1 > done) ChunkNHWCRows<T>(a, p, prev, pk, done, r1), done = r1;
+    };
+    ChunkNHWCStats<T>(a, p, ch, gamma, beta, stats, scratch, kc[cur], side);
+    if (done < rows) ChunkNHWCRows<T>(a, p, prev, pk, done, rows);
+    prev = ch;
+    done = 0;
+    cur ^= 1;
+  }
+  if (u1 > u0) ChunkNHWCRows<T>(a, p, prev, kc[cur ^ 1], 0, rows);
 }
 
 template <typename T>
@@ -327,7 +389,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
       GroupsNCHW<T>(a, u0, u1, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output, p.prefetch,
                     p.pipeline, p.pair_rows);
     } else {
-      for (int64_t u = u0; u < u1; ++u) ChunkNHWC<T>(a, p, u, gamma, beta, stats, scratch);
+      ChunksNHWC<T>(a, p, u0, u1, gamma, beta, stats, scratch, p.pipeline);
     }
     if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
   });

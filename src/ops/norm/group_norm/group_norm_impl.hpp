@@ -66,7 +66,8 @@ struct Plan {
   bool prefetch = false;
   /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
   /// thread's groups in order), so that the stores to memory overlap the loads from it (Units::pipeline; the bits
-  /// do not depend on it).
+  /// do not depend on it). Channels-last (streamed float32 chunks of whole rows): a unit's output rows written
+  /// beside the next unit's column sums, one block of rows at a time.
   bool pipeline = false;
   /// Row-major: the statistics take two channels at once (CanonRowSumsPair) where x fits the writing threads' L2s
   /// (detail::l2_cache_bytes), so is likely still in cache: there they measured faster, from memory slower (the bits

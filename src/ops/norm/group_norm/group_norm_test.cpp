@@ -325,8 +325,9 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
   EXPECT_TRUE(gn::make_plan(a, Context{2}).stream_output);
 }
 
-// Streamed row-major float32 groups overlap their passes where detail::overlap_passes says so for x's bytes: on Intel
-// at any size, on AMD Zen 5 while x fits half the L3, nowhere else (unless NNOPS_OVERLAP_PASSES says otherwise).
+// Streamed float32 groups (row-major, or channels-last chunks of whole rows) overlap their passes where
+// detail::overlap_passes says so for x's bytes: on Intel at any size, on AMD Zen 5 while x fits half the L3, nowhere
+// else (unless NNOPS_OVERLAP_PASSES says otherwise).
 TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
   const uint64_t one = detail::stream_output_min_bytes(1), max = detail::overlap_passes_max_bytes();
   if (!std::getenv("NNOPS_OVERLAP_PASSES")) {
@@ -342,8 +343,10 @@ TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
   EXPECT_EQ(p.pipeline, detail::overlap_passes(static_cast<uint64_t>(a.hw) * 8));
   a.dtype = DType::kBFloat16, a.hw *= 2;  // the same bytes in a half type: never overlapped
   EXPECT_FALSE(gn::make_plan(a, Context{1}).pipeline);
-  a.dtype = DType::kFloat32, a.hw /= 2, a.layout = gn::Layout::kNHWC;  // nor channels-last
-  EXPECT_FALSE(gn::make_plan(a, Context{1}).pipeline);
+  a.dtype = DType::kFloat32, a.hw /= 2, a.layout = gn::Layout::kNHWC;  // channels-last whole rows: the same
+  p = gn::make_plan(a, Context{1});
+  ASSERT_EQ(p.chunk_groups, a.groups);
+  EXPECT_EQ(p.pipeline, detail::overlap_passes(static_cast<uint64_t>(a.hw) * 8));
   a.layout = gn::Layout::kNCHW;
   if (max != 0 && max != ~uint64_t{0} && max >= one) {  // both sides of a size limit
     a.hw = static_cast<int64_t>(max / 8);
@@ -372,7 +375,7 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
   plan.num_threads = threads;
   edit(a, plan);
   const uint64_t cols = static_cast<uint64_t>(a.c);
-  plan.scratch_bytes = gn::round64(2 * 16 * cols * 8) + gn::round64(4 * cols * 8) + gn::round64(4 * cols * 4);
+  plan.scratch_bytes = gn::round64(2 * 16 * cols * 8) + gn::round64(4 * cols * 8) + 6 * gn::round64(cols * 4);
   plan.workspace_bytes = gn::round64(2 * static_cast<uint64_t>(a.c) * 8) +
                          gn::round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + 3 * plan.scratch_bytes;
   ops::Problem p = before.clone();
@@ -395,7 +398,7 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
 // Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores, software prefetch on and
 // off, row-major groups pipelined (each group's output beside the next group's statistics) or not, their channels'
 // statistics two at a time or one, channels-last chunks of 1 to 3 groups and of whole rows, streamed, with and
-// without the output pass's prefetch.
+// without the output pass's prefetch, units pipelined or not.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
@@ -418,6 +421,7 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
                 plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
                 plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
                 plan.prefetch = variant >= 6;
+                plan.pipeline = variant % 2 == 1;  // each unit's rows beside the next unit's column sums
               }
             });
             EXPECT_TRUE(same_outputs(p, want));
@@ -429,9 +433,10 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
 }
 
 // A pipelined thread's later groups take the classical second pass where the one-pass variance is not certified
-// (groups 1 and 3 of 4, each of 16384 elements, start with an outlier; see OnePassVarianceIsCertifiedOrRedone).
+// (groups 1 and 3 of 4, each of 16384 elements, start with an outlier; see OnePassVarianceIsCertifiedOrRedone), in
+// both layouts (channels-last: units of one group or of whole rows, a unit's rows written during the redone pass).
 TEST(GroupNorm, PipelinedGroupsRedoTheVarianceWhereNeeded) {
-  ops::Problem p = problem(DType::kFloat32, {2, 4, 8192}, 2, 23, false);
+  ops::Problem p = problem(DType::kFloat32, {2, 4, 8192, 1}, 2, 23, false);
   for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, 3.0 + std::sin(0.37 * static_cast<double>(i)));
   p.t[gn::kX].set(2 * 8192, -1e6);
   p.t[gn::kX].set(6 * 8192, -1e6);
@@ -447,15 +452,22 @@ TEST(GroupNorm, PipelinedGroupsRedoTheVarianceWhereNeeded) {
   ops::Problem want = before.clone();
   ASSERT_TRUE(call(want, 1));
   testing::for_each_isa([&](const std::string&) {
-    for (int threads : {1, 2}) {
-      for (bool stream : {false, true}) {
-        SCOPED_TRACE("threads " + std::to_string(threads) + (stream ? " streamed" : ""));
-        EXPECT_TRUE(same_outputs(run_plan(before, gn::Layout::kNCHW, threads,
-                                          [&](const gn::Args&, gn::Plan& plan) {
-                                            plan.pipeline = true;
-                                            plan.stream_output = stream;
-                                          }),
-                                 want));
+    for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
+      for (int threads : {1, 2}) {
+        for (bool stream : {false, true}) {
+          SCOPED_TRACE((layout == gn::Layout::kNHWC ? "channels-last threads " : "threads ") + std::to_string(threads) +
+                       (stream ? " streamed" : ""));
+          EXPECT_TRUE(same_outputs(run_plan(before, layout, threads,
+                                            [&](const gn::Args& a, gn::Plan& plan) {
+                                              plan.pipeline = true;
+                                              plan.stream_output = stream;
+                                              if (layout == gn::Layout::kNHWC) {  // streamed: whole rows
+                                                plan.chunk_groups = stream ? a.groups : 1;
+                                                plan.units = a.n * (a.groups / plan.chunk_groups);
+                                              }
+                                            }),
+                                   want));
+        }
       }
     }
   });
