@@ -96,7 +96,7 @@ for line in "${MATRIX[@]}"; do
   deny="$DENY"
   [ "$cli" = yes ] || deny="$DENY_CLI"
   rc=0
-  ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure --no-tests=error --timeout 900 -E "$deny" \
+  ctest --test-dir "$BUILD" -j "$JOBS" --output-on-failure --no-tests=error --timeout 1800 -E "$deny" \
     >"$OUT/$name.log" 2>&1 || rc=$?
   grep -E '^[0-9]+% tests passed|tests failed|Failed|\*\*\*|Timeout|Not Run' "$OUT/$name.log" | tail -n 40 || true
   count="$(sed -n 's/.*tests failed out of \([0-9]*\).*/\1/p' "$OUT/$name.log" | tail -n 1)"
