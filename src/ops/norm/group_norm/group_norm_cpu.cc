@@ -263,7 +263,7 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
   const T* x = static_cast<const T*>(a.x) + ch.n * a.hw * a.c + c0;
   // Scratch: lane accumulators; per column the two sums, the shift (then the mean) and rstd.
   double* acc = reinterpret_cast<double*>(scratch);
-  double* s1 = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
+  double* s1 = reinterpret_cast<double*>(scratch + gn::round64(2 * 16 * cmax * 8));
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
 
   // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
@@ -343,8 +343,9 @@ template <typename T>
 void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const double* gamma, const double* beta,
                 double* stats, unsigned char* scratch, bool pipeline) {
   const size_t cmax = static_cast<size_t>(p.chunk_groups * a.cpg()), rows = static_cast<size_t>(a.hw);
-  float* f = reinterpret_cast<float*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64 + (4 * cmax * 8 + 63) / 64 * 64);
-  const size_t fc = (cmax + 15) / 16 * 16;
+  // The constants' two sets after the accumulators and the per-column doubles (gn::scratch_bytes).
+  float* f = reinterpret_cast<float*>(scratch + gn::round64(2 * 16 * cmax * 8) + gn::round64(4 * cmax * 8));
+  const size_t fc = gn::round64(cmax * 4) / 4;
   const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc}, {f + 3 * fc, f + 4 * fc, f + 5 * fc}};
   if (!pipeline) {
     for (int64_t u = u0; u < u1; ++u) {

@@ -104,6 +104,13 @@ Units split_units(const Shape& s, const Context& ctx, int inputs);
 /// round up to a multiple of 64 bytes (workspace and scratch pieces start on cache lines)
 inline uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }
 
+/// A GroupNorm thread's scratch for units of `cols` channels: 2 x 16 lane accumulators per column, four per-column
+/// doubles (two sums, mean, rstd), then two sets of three float32 constants (a pipelined channels-last unit's and the
+/// one before it), each piece 64-byte aligned.
+inline uint64_t scratch_bytes(uint64_t cols) {
+  return round64(2 * 16 * cols * 8) + round64(4 * cols * 8) + 6 * round64(cols * 4);
+}
+
 /// One group's mean and variance from the one-pass shifted sums S1 = sum (x - K), S2 = sum (x - K)^2 over its
 /// m elements (K: one of them). ok = false when the variance is not certified within 2^-30 of its value (then
 /// the kernel makes the classical second pass over (x - mean)^2); mean is right either way.

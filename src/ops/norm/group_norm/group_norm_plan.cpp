@@ -77,10 +77,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.units = u.units;
   p.num_threads = u.writers;
   const int64_t cols = u.cols;
-  // Per thread: 2 x 16 lane accumulators per column, four per-column doubles (two sums, mean, rstd) and two sets of
-  // three float32 constants (a pipelined channels-last unit's and the one before it).
-  const uint64_t c = static_cast<uint64_t>(cols);
-  p.scratch_bytes = round64(2 * 16 * c * 8) + round64(4 * c * 8) + 6 * round64(c * 4);
+  p.scratch_bytes = scratch_bytes(static_cast<uint64_t>(cols));
   p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) +
                       round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;

@@ -374,8 +374,7 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
   gn::Plan plan = gn::make_plan(a, Context{3});
   plan.num_threads = threads;
   edit(a, plan);
-  const uint64_t cols = static_cast<uint64_t>(a.c);
-  plan.scratch_bytes = gn::round64(2 * 16 * cols * 8) + gn::round64(4 * cols * 8) + 6 * gn::round64(cols * 4);
+  plan.scratch_bytes = gn::scratch_bytes(static_cast<uint64_t>(a.c));
   plan.workspace_bytes = gn::round64(2 * static_cast<uint64_t>(a.c) * 8) +
                          gn::round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + 3 * plan.scratch_bytes;
   ops::Problem p = before.clone();
