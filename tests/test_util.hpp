@@ -32,8 +32,9 @@ std::vector<CpuIsa> test_isas();
 void for_each_isa(const std::function<void(const std::string& isa)>& body);
 
 /// True when the environment variable NNOPS_TEST_QUICK is set to a value other than "" or "0": the few
-/// tests too slow for an emulator (scripts/run_arm_tests.sh runs the aarch64 suite under qemu) then run a
-/// documented reduced form, with every size class and tail case but fewer repetitions.
+/// tests too slow for an emulator or a sanitizer (scripts/run_arm_tests.sh runs the aarch64 suite under qemu,
+/// .ci/run the ASan suite) then run a documented reduced form, with every size class and tail case but
+/// fewer or smaller repetitions of the largest (docs/reliability.md, "Reduced").
 bool quick_mode();
 
 /// Fills b with values x * 10^e, x uniform in [-1, 1), e uniform in [lo_exp, hi_exp], rounded to dtype.
