@@ -1,4 +1,4 @@
-// Elementwise rows and the row-major pipeline of the GroupNorm family (per-target include, after hwy/highway.h,
+// Elementwise rows and the row-major and channels-last pipelines of the GroupNorm family (per-target include, after hwy/highway.h,
 // simd_convert-inl.h and canonical_sum-inl.h, inside a HWY_TARGET_INCLUDE'd file).
 //
 // NB: why a pipeline. A row-major group is two passes: its statistics read it from memory, then its output pass
@@ -159,6 +159,33 @@ void PipelineGroups(int64_t q0, int64_t q1, int64_t rows, bool pipeline, const S
       for (int64_t c = 0; c < rows; ++c) row_of(q, c, st).Finish();
     }
   }
+}
+
+// A thread's units [u0, u1) of a channels-last kernel, `rows` rows each: for each unit, stats(u, k, side) (its
+// column sums, which call side(r0, r1) before each block of rows [r0, r1) as CanonColumnSums does; the unit's
+// constants go to set k, 0 or 1), then its output rows rows_of(u, k, r0, r1). `pipeline`: unit u's rows are written
+// beside unit u + 1's column sums, block by block (the rows the sums have reached; units of one row count), the
+// constants alternating between the two sets; else unit by unit with set 0. The same work either way.
+template <class Stats, class Rows>
+void PipelineChunks(int64_t u0, int64_t u1, size_t rows, bool pipeline, const Stats& stats, const Rows& rows_of) {
+  if (!pipeline) {
+    for (int64_t u = u0; u < u1; ++u) {
+      stats(u, 0, NoSide());
+      rows_of(u, 0, size_t{0}, rows);
+    }
+    return;
+  }
+  size_t done = rows;  // the rows of unit u - 1 written so far (none before the first unit)
+  int k = 0;
+  for (int64_t u = u0; u < u1; ++u, k ^= 1) {
+    auto side = [&](size_t, size_t r1) {
+      if (r1 > done) rows_of(u - 1, k ^ 1, done, r1), done = r1;
+    };
+    stats(u, k, side);
+    if (done < rows) rows_of(u - 1, k ^ 1, done, rows);
+    done = 0;
+  }
+  if (u1 > u0) rows_of(u1 - 1, k ^ 1, size_t{0}, rows);
 }
 
 }  // namespace HWY_NAMESPACE

@@ -228,22 +228,7 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
   PipelineGroups(q0, q1, cpg, pipeline, group_stats, row_of);
 }
 
-// A channels-last unit u: sample n, groups [g0, g1), `cols` channels from c0, every HxW row.
-struct Chunk {
-  int64_t n, g0, g1, c0;
-  size_t cols;
-};
-
-Chunk ChunkOf(const Args& a, const Plan& p, int64_t u) {
-  const int64_t chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
-  Chunk k;
-  k.n = u / chunks;
-  k.g0 = (u % chunks) * p.chunk_groups;
-  k.g1 = std::min(a.groups, k.g0 + p.chunk_groups);
-  k.c0 = k.g0 * a.cpg();
-  k.cols = static_cast<size_t>((k.g1 - k.g0) * a.cpg());
-  return k;
-}
+using gn::Chunk;
 
 // The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each.
 struct ColumnConsts {
@@ -337,8 +322,7 @@ void ChunkNHWCRows(const Args& a, const Plan& p, const Chunk& ch, const ColumnCo
   }
 }
 
-// A thread's channels-last units [u0, u1). `pipeline`: unit u's output rows are written beside unit u + 1's column
-// sums, block by block (the same rows of both: units of one row count), else unit by unit.
+// A thread's channels-last units [u0, u1), pipelined or not (PipelineChunks, src/core/row_map-inl.h).
 template <typename T>
 void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const double* gamma, const double* beta,
                 double* stats, unsigned char* scratch, bool pipeline) {
@@ -347,30 +331,13 @@ void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const doub
   float* f = reinterpret_cast<float*>(scratch + gn::round64(2 * 16 * cmax * 8) + gn::round64(4 * cmax * 8));
   const size_t fc = gn::round64(cmax * 4) / 4;
   const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc}, {f + 3 * fc, f + 4 * fc, f + 5 * fc}};
-  if (!pipeline) {
-    for (int64_t u = u0; u < u1; ++u) {
-      const Chunk ch = ChunkOf(a, p, u);
-      ChunkNHWCStats<T>(a, p, ch, gamma, beta, stats, scratch, kc[0], NoSide());
-      ChunkNHWCRows<T>(a, p, ch, kc[0], 0, rows);
-    }
-    return;
-  }
-  Chunk prev{};
-  size_t done = rows;  // the rows of prev written so far
-  int cur = 0;
-  for (int64_t u = u0; u < u1; ++u) {
-    const Chunk ch = ChunkOf(a, p, u);
-    const ColumnConsts& pk = kc[cur ^ 1];
-    auto side = [&](size_t, size_t r1) {
-      if (r1 > done) ChunkNHWCRows<T>(a, p, prev, pk, done, r1), done = r1;
-    };
-    ChunkNHWCStats<T>(a, p, ch, gamma, beta, stats, scratch, kc[cur], side);
-    if (done < rows) ChunkNHWCRows<T>(a, p, prev, pk, done, rows);
-    prev = ch;
-    done = 0;
-    cur ^= 1;
-  }
-  if (u1 > u0) ChunkNHWCRows<T>(a, p, prev, kc[cur ^ 1], 0, rows);
+  auto unit_stats = [&](int64_t u, int k, auto&& side) HWY_ATTR {
+    ChunkNHWCStats<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), gamma, beta, stats, scratch, kc[k], side);
+  };
+  auto unit_rows = [&](int64_t u, int k, size_t r0, size_t r1) HWY_ATTR {
+    ChunkNHWCRows<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), kc[k], r0, r1);
+  };
+  PipelineChunks(u0, u1, rows, pipeline, unit_stats, unit_rows);
 }
 
 template <typename T>

@@ -2,6 +2,8 @@
 // the descriptor (CLI, tests, fuzzer, benchmarks).
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -89,10 +91,10 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// streamed: from detail::stream_output_min_bytes(the threads that write, at most one a unit), and channels-last only
 /// for chunks of whole rows (a narrower chunk's rows would leave partial lines to the write-combining buffers; strips
 /// of whole lines, 8 of 32 groups, measured slower too: docs/performance.md, "Streamed outputs from the L2 size").
-/// `pipeline`: the row-major groups are pipelined (Plan::pipeline): streamed float32 outputs where
-/// detail::overlap_passes says it pays for the `inputs` x-sized tensors the statistics pass reads (GroupNorm 1: x;
-/// GroupNormBackward 2: x and dy). The half types' passes are bound by their conversions, and overlapping them
-/// measured slower (docs/performance.md, "Overlapped passes").
+/// `pipeline`: the row-major groups, or a thread's channels-last units, are pipelined (Plan::pipeline): streamed
+/// float32 outputs where detail::overlap_passes says it pays for the `inputs` x-sized tensors the statistics pass reads
+/// (GroupNorm 1: x; GroupNormBackward 2: x and dy). The half types' passes are bound by their conversions, and
+/// overlapping them measured slower (docs/performance.md, "Overlapped passes").
 struct Units {
   int threads = 1;
   int writers = 1;  ///< threads that write the output: min(threads, units), at least 1
@@ -100,6 +102,23 @@ struct Units {
   bool stream = false, pipeline = false;
 };
 Units split_units(const Shape& s, const Context& ctx, int inputs);
+
+/// A channels-last unit u (shared with GroupNormBackward): sample n, groups [g0, g1), `cols` channels from c0, every
+/// HxW row.
+struct Chunk {
+  int64_t n = 0, g0 = 0, g1 = 0, c0 = 0;
+  size_t cols = 0;
+};
+inline Chunk chunk_of(const Shape& s, int64_t chunk_groups, int64_t u) {
+  const int64_t chunks = (s.groups + chunk_groups - 1) / chunk_groups;
+  Chunk k;
+  k.n = u / chunks;
+  k.g0 = (u % chunks) * chunk_groups;
+  k.g1 = std::min(s.groups, k.g0 + chunk_groups);
+  k.c0 = k.g0 * s.cpg();
+  k.cols = static_cast<size_t>((k.g1 - k.g0) * s.cpg());
+  return k;
+}
 
 /// round up to a multiple of 64 bytes (workspace and scratch pieces start on cache lines)
 inline uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }

@@ -65,8 +65,7 @@ Units split_units(const Shape& s, const Context& ctx, int inputs) {
   u.writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
   const uint64_t bytes = static_cast<uint64_t>(numel) * dtype_size(s.dtype);
   u.stream = (s.layout == Layout::kNCHW || u.cols == c) && bytes >= detail::stream_output_min_bytes(u.writers);
-  u.pipeline = u.stream && s.layout == Layout::kNCHW && s.dtype == DType::kFloat32 &&
-               detail::overlap_passes(bytes * static_cast<uint64_t>(inputs));
+  u.pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_passes(bytes * static_cast<uint64_t>(inputs));
   return u;
 }
 
@@ -82,13 +81,6 @@ Plan make_plan(const Args& a, const Context& ctx) {
                       round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
   p.pipeline = u.pipeline;
-  // Channels-last chunks of whole rows pipeline as the row-major groups do (split_units pipelines row-major only, for
-  // GroupNormBackward's sake): a unit's output rows beside the next unit's column sums, block by block. Measured on
-  // the Intel Xeon VM, [103, 320, 64, 64] float32: ratio 0.52-0.54 -> 0.57-0.58 on 1 and 2 threads; bfloat16 no gain.
-  if (a.layout == Layout::kNHWC) {
-    p.pipeline = u.stream && a.dtype == DType::kFloat32 &&
-                 detail::overlap_passes(static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype));
-  }
   p.pair_rows = static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) <=
                 detail::l2_cache_bytes() * static_cast<uint64_t>(u.writers);
   // The CPU also enters the plan, here the prefetch and in split_units the pipeline (the same bits either way).

@@ -200,8 +200,9 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   const T* dy = static_cast<const T*>(a.dy) + off;
   const T* x = static_cast<const T*>(a.x) + off;
   double* acc = reinterpret_cast<double*>(scratch);
-  double* cmean = reinterpret_cast<double*>(scratch + (2 * 16 * cmax * 8 + 63) / 64 * 64);
-  float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(cmean) + (cmax * 8 + 63) / 64 * 64);
+  // The pieces of gn_bwd::scratch_bytes.
+  double* cmean = reinterpret_cast<double*>(scratch + gn::round64(2 * 16 * cmax * 8));
+  float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(cmean) + gn::round64(cmax * 8));
   float *k1 = mh + cmax, *k2 = k1 + cmax, *k3 = k2 + cmax;
   for (int64_t g = g0; g < g1; ++g) {
     for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = s.mean[n * a.groups + g];

@@ -57,6 +57,12 @@ struct Plan {
   bool pipeline = false;
 };
 
+/// A thread's scratch for units of `cols` channels: 2 x 16 lane accumulators per column, the columns' means, then the
+/// four float32 dx constants of each column (mean_hi, k1, k2, k3), each piece 64-byte aligned.
+inline uint64_t scratch_bytes(uint64_t cols) {
+  return gn::round64(2 * 16 * cols * 8) + gn::round64(cols * 8) + gn::round64(4 * cols * 4);
+}
+
 Plan make_plan(const Args& a, const Context& ctx);
 
 /// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.

@@ -19,15 +19,15 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // The dgamma/dbeta reduction is split by channel, so C channels also feed the threads.
   p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(u.threads, std::max<int64_t>(p.units, a.c))));
   const int64_t cols = u.cols;
-  // Per thread: 2 x 16 lane accumulators per column, then per column the mean and the three float32 dx
-  // constants (mean_hi, mean_lo, k1) and the group constants k2, k3.
-  const uint64_t c = static_cast<uint64_t>(cols);
-  p.scratch_bytes = round64(2 * 16 * c * 8) + round64(c * 8) + round64(5 * c * 4);
+  p.scratch_bytes = scratch_bytes(static_cast<uint64_t>(cols));
   const uint64_t n = static_cast<uint64_t>(a.n), ch = static_cast<uint64_t>(a.c), g = static_cast<uint64_t>(a.groups);
   p.workspace_bytes =
       round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
   p.stream_output = u.stream;
-  p.pipeline = u.pipeline;
+  // Channels-last units are not pipelined as GroupNorm's are: tried (2026-12-03, Intel Xeon VM, [69, 320, 64, 64]
+  // float32), ratio 0.50-0.51 unpipelined against 0.46-0.53, no gain; pass 1's column sums of two arrays are bound by
+  // their own work, not by memory (docs/performance.md, "Channels-last samples pipelined").
+  p.pipeline = u.pipeline && a.layout == Layout::kNCHW;
   // The CPU also enters the plan, here the prefetch and in split_units the stream threshold and the pipeline (the same
   // bits either way).
   p.prefetch = detail::software_prefetch();

@@ -252,7 +252,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
               }
               // Scratch for whole-row chunks and 3 threads.
               const uint64_t c = static_cast<uint64_t>(a.c), ng = static_cast<uint64_t>(a.n * a.groups);
-              plan.scratch_bytes = round64(2 * 16 * c * 8) + round64(c * 8) + round64(5 * c * 4);
+              plan.scratch_bytes = gn_bwd::scratch_bytes(c);
               plan.workspace_bytes = round64(c * 8) + round64(2 * ng * 8) +
                                      round64(2 * static_cast<uint64_t>(a.n) * c * 8) + 3 * plan.scratch_bytes;
               ops::Problem p = before.clone();
