@@ -1,6 +1,7 @@
 #include "tests/op_test_util.hpp"
 
 #include <algorithm>
+#include <vector>
 
 #include "tests/test_util.hpp"
 
@@ -35,14 +36,21 @@ Status run(const ops::OpDesc& d, ops::Problem& p, int threads) { return run(d, p
 double expect_matches_reference(const ops::OpDesc& d, const ops::Problem& before,
                                 const std::function<Status(ops::Problem&)>& call) {
   double worst = 0;
+  // Outputs that passed: a target giving the same bits has the same errors, so the float64 reference (the costly
+  // part under qemu) is computed again only for bits not seen yet.
+  std::vector<ops::Problem> passed;
   for_each_isa([&](const std::string&) {
     ops::Problem p = before.clone();
     const Status s = call(p);
     ASSERT_TRUE(s.is_ok()) << s.message();
+    for (const ops::Problem& q : passed) {
+      if (same_outputs(d, p, q)) return;
+    }
     const detail::VerifyReport r = d.verify(before, p, 1);
     EXPECT_TRUE(r.pass()) << r.failures << " of " << r.checked << " outside the bound; worst err/bound "
                           << r.worst_ratio;
     worst = std::max(worst, r.worst_ratio);
+    if (r.pass()) passed.push_back(std::move(p));
   });
   return worst;
 }

@@ -24,7 +24,8 @@ Status run(const ops::OpDesc& d, ops::Problem& p, int threads = 0);
 ::testing::AssertionResult same_outputs(const ops::OpDesc& d, const ops::Problem& a, const ops::Problem& b);
 
 /// Runs `call` on a copy of `before` on every SIMD target and checks the result against the float64 reference
-/// (d.verify); returns the worst error/bound ratio.
+/// (d.verify; a target whose outputs have the bits of a target already checked is that target's result); returns
+/// the worst error/bound ratio.
 double expect_matches_reference(const ops::OpDesc& d, const ops::Problem& before,
                                 const std::function<Status(ops::Problem&)>& call);
 

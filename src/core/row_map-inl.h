@@ -1,5 +1,5 @@
-// Elementwise rows and the row-major and channels-last pipelines of the GroupNorm family (per-target include, after hwy/highway.h,
-// simd_convert-inl.h and canonical_sum-inl.h, inside a HWY_TARGET_INCLUDE'd file).
+// Elementwise rows and the row-major and channels-last pipelines of the GroupNorm family (per-target include, after
+// hwy/highway.h, simd_convert-inl.h and canonical_sum-inl.h, inside a HWY_TARGET_INCLUDE'd file).
 //
 // NB: why a pipeline. A row-major group is two passes: its statistics read it from memory, then its output pass
 // reads it again from L2 and writes the output. Done group by group, the core alternates a phase of loads from

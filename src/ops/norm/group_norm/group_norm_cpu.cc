@@ -334,9 +334,8 @@ void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const doub
   auto unit_stats = [&](int64_t u, int k, auto&& side) HWY_ATTR {
     ChunkNHWCStats<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), gamma, beta, stats, scratch, kc[k], side);
   };
-  auto unit_rows = [&](int64_t u, int k, size_t r0, size_t r1) HWY_ATTR {
-    ChunkNHWCRows<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), kc[k], r0, r1);
-  };
+  auto unit_rows = [&](int64_t u, int k, size_t r0, size_t r1)
+                       HWY_ATTR { ChunkNHWCRows<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), kc[k], r0, r1); };
   PipelineChunks(u0, u1, rows, pipeline, unit_stats, unit_rows);
 }
 
