@@ -191,12 +191,11 @@ void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool str
 
 template <typename T>
 void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigned char* scratch) {
-  const int64_t cpg = a.cpg(), chunks = (a.groups + p.chunk_groups - 1) / p.chunk_groups;
-  const int64_t n = u / chunks, g0 = (u % chunks) * p.chunk_groups;
-  const int64_t g1 = std::min(a.groups, g0 + p.chunk_groups);
-  const size_t cols = static_cast<size_t>((g1 - g0) * cpg), stride = static_cast<size_t>(a.c);
+  const gn::Chunk ch = gn::chunk_of(a, p.chunk_groups, u);
+  const int64_t cpg = a.cpg(), n = ch.n, g0 = ch.g0, g1 = ch.g1, c0 = ch.c0;
+  const size_t cols = ch.cols, stride = static_cast<size_t>(a.c);
   const size_t rows = static_cast<size_t>(a.hw), cmax = static_cast<size_t>(p.chunk_groups * cpg);
-  const int64_t c0 = g0 * cpg, off = n * a.hw * a.c + c0;
+  const int64_t off = n * a.hw * a.c + c0;
   const T* dy = static_cast<const T*>(a.dy) + off;
   const T* x = static_cast<const T*>(a.x) + off;
   double* acc = reinterpret_cast<double*>(scratch);

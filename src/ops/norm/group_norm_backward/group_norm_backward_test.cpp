@@ -216,7 +216,7 @@ TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
 }
 
 TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
-  auto round64 = [](uint64_t b) { return (b + 63) / 64 * 64; };
+  using gn::round64;
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
     ops::Problem want = before.clone();
