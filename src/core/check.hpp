@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "nnops/status.hpp"
 #include "nnops/tensor_view.hpp"
@@ -61,6 +62,17 @@ uint64_t stream_output_min_bytes(int threads);
 
 /// One core's L2 (bytes): Linux's sysfs, else glibc's sysconf, else 1 MiB.
 uint64_t l2_cache_bytes();
+
+/// One of cpu0's data or unified caches as Linux's sysfs lists it (/sys/devices/system/cpu/cpu0/cache/index*).
+struct CacheInfo {
+  int level = 0;
+  std::string size;         ///< as sysfs writes it, e.g. "2048K"
+  uint64_t bytes = 0;       ///< the same in bytes (0 where it does not parse)
+  std::string shared_cpus;  ///< shared_cpu_list, e.g. "0-1"
+};
+/// cpu0's data and unified caches in sysfs order; empty where sysfs does not list them. The one reader of these
+/// files: l2_cache_bytes and `nnops info` both go through it.
+std::vector<CacheInfo> cpu0_caches();
 
 Status invalid_arg(const char* op, const std::string& what);
 

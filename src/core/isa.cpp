@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "src/core/check.hpp"
 
@@ -113,17 +114,8 @@ std::optional<bool> env_switch(const char* env) {
 // The size of cpu0's level-`level` data or unified cache: Linux's sysfs first (the kernel's view, which on the VMs
 // measured here was right where glibc's sysconf reported a 384 or 480 MiB L3), then sysconf, then `fallback`.
 uint64_t cache_bytes(int level, uint64_t fallback) {
-  for (int i = 0; i < 8; ++i) {
-    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    std::ifstream lv(base + "level"), ty(base + "type"), sz(base + "size");
-    int l = 0;
-    std::string type, size;
-    if (!(lv >> l)) break;
-    if (l != level || !(ty >> type) || type == "Instruction" || !(sz >> size)) continue;
-    char* end = nullptr;
-    const unsigned long long v = std::strtoull(size.c_str(), &end, 10);
-    const uint64_t unit = *end == 'K' ? 1 << 10 : *end == 'M' ? 1 << 20 : 1;
-    if (v > 0) return static_cast<uint64_t>(v) * unit;
+  for (const CacheInfo& c : cpu0_caches()) {
+    if (c.level == level && c.bytes > 0) return c.bytes;
   }
   long b = 0;
 #if defined(_SC_LEVEL2_CACHE_SIZE) && defined(_SC_LEVEL3_CACHE_SIZE)
@@ -136,6 +128,26 @@ uint64_t l3_bytes() {
   return b;
 }
 }  // namespace
+
+std::vector<CacheInfo> cpu0_caches() {
+  std::vector<CacheInfo> out;
+  for (int i = 0; i < 16; ++i) {
+    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
+    std::ifstream lv(base + "level"), ty(base + "type"), sz(base + "size"), sh(base + "shared_cpu_list");
+    CacheInfo c;
+    std::string type;
+    if (!(lv >> c.level)) break;
+    if (!(ty >> type) || type == "Instruction") continue;
+    sz >> c.size;
+    sh >> c.shared_cpus;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(c.size.c_str(), &end, 10);
+    const uint64_t unit = *end == 'K' ? 1 << 10 : *end == 'M' ? 1 << 20 : *end == 'G' ? 1 << 30 : 1;
+    c.bytes = static_cast<uint64_t>(v) * unit;
+    out.push_back(c);
+  }
+  return out;
+}
 
 uint64_t l2_cache_bytes() {
   static const uint64_t b = cache_bytes(2, uint64_t{1} << 20);

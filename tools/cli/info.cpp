@@ -7,24 +7,12 @@
 
 #include <cstdio>
 #include <cstdlib>
-#include <fstream>
 #include <string>
 
 #include "nnops/nnops.hpp"
 #include "src/core/check.hpp"
 
 namespace nnops::cli {
-namespace {
-
-std::string read_line(const std::string& path) {
-  std::ifstream f(path);
-  std::string s;
-  std::getline(f, s);
-  return s;
-}
-
-}  // namespace
-
 int run_info() {
   std::printf("nnops %s\n", version());
 #ifdef NNOPS_BUILD_TYPE
@@ -59,14 +47,8 @@ int run_info() {
   std::printf("stream outputs: from %.1f MiB on 1 thread, %.1f MiB on %d (NNOPS_STREAM_MIN_BYTES)\n",
               static_cast<double>(detail::stream_output_min_bytes(1)) / (1 << 20),
               static_cast<double>(detail::stream_output_min_bytes(threads)) / (1 << 20), threads);
-  for (int i = 0; i < 8; ++i) {
-    const std::string base = "/sys/devices/system/cpu/cpu0/cache/index" + std::to_string(i) + "/";
-    const std::string level = read_line(base + "level");
-    if (level.empty()) break;
-    const std::string type = read_line(base + "type"), size = read_line(base + "size");
-    if (type == "Instruction") continue;
-    std::printf("L%s cache:       %s (shared by cpus %s)\n", level.c_str(), size.c_str(),
-                read_line(base + "shared_cpu_list").c_str());
+  for (const detail::CacheInfo& c : detail::cpu0_caches()) {
+    std::printf("L%d cache:       %s (shared by cpus %s)\n", c.level, c.size.c_str(), c.shared_cpus.c_str());
   }
   return 0;
 }
