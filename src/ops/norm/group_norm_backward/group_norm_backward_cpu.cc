@@ -45,7 +45,7 @@ using gn_bwd::Args;
 using gn_bwd::Layout;
 using gn_bwd::Plan;
 
-// Shared arrays of a call (in the workspace).
+// Shared arrays of a call (in the workspace, laid out as gn_bwd::workspace_bytes counts them).
 struct Shared {
   const double* gamma;  // C
   const double* mean;   // N*G
@@ -243,12 +243,12 @@ template <typename T>
 void RunT(const Plan& p, const Args& a, unsigned char* ws) {
   const uint64_t C = static_cast<uint64_t>(a.c), NG = static_cast<uint64_t>(a.n * a.groups);
   double* gamma = reinterpret_cast<double*>(ws);
-  double* mean = reinterpret_cast<double*>(ws + (C * 8 + 63) / 64 * 64);
+  double* mean = reinterpret_cast<double*>(ws + gn::round64(C * 8));
   double* rstd = mean + NG;
-  double* b_sum = reinterpret_cast<double*>(reinterpret_cast<unsigned char*>(mean) + (2 * NG * 8 + 63) / 64 * 64);
+  double* b_sum = reinterpret_cast<double*>(reinterpret_cast<unsigned char*>(mean) + gn::round64(2 * NG * 8));
   double* d_sum = b_sum + static_cast<uint64_t>(a.n) * C;
   unsigned char* scratch0 =
-      reinterpret_cast<unsigned char*>(b_sum) + (2 * static_cast<uint64_t>(a.n) * C * 8 + 63) / 64 * 64;
+      reinterpret_cast<unsigned char*>(b_sum) + gn::round64(2 * static_cast<uint64_t>(a.n) * C * 8);
   detail::load_doubles_or(a.gamma, a.c, 1.0, gamma);
   detail::load_doubles(a.mean, mean);
   detail::load_doubles(a.rstd, rstd);

@@ -63,6 +63,13 @@ inline uint64_t scratch_bytes(uint64_t cols) {
   return gn::round64(2 * 16 * cols * 8) + gn::round64(cols * 8) + gn::round64(4 * cols * 4);
 }
 
+/// The whole workspace for `threads` threads of `scratch` bytes each: gamma as doubles, the (mean, rstd) pairs of the
+/// n x groups groups, the per-sample, per-channel partial sums of dgamma and dbeta, then the threads' scratch.
+inline uint64_t workspace_bytes(const Args& a, uint64_t threads, uint64_t scratch) {
+  const uint64_t n = static_cast<uint64_t>(a.n), ch = static_cast<uint64_t>(a.c), g = static_cast<uint64_t>(a.groups);
+  return gn::round64(ch * 8) + gn::round64(2 * n * g * 8) + gn::round64(2 * n * ch * 8) + threads * scratch;
+}
+
 Plan make_plan(const Args& a, const Context& ctx);
 
 /// Runs the kernel (no validation). `workspace`: plan.workspace_bytes, 64-byte aligned.

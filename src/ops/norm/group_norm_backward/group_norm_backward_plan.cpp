@@ -9,8 +9,6 @@
 
 namespace nnops::gn_bwd {
 
-using gn::round64;
-
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
   const gn::Units u = gn::split_units(a, ctx, 2);  // pass 1 reads x and dy
@@ -20,9 +18,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.num_threads = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(u.threads, std::max<int64_t>(p.units, a.c))));
   const int64_t cols = u.cols;
   p.scratch_bytes = scratch_bytes(static_cast<uint64_t>(cols));
-  const uint64_t n = static_cast<uint64_t>(a.n), ch = static_cast<uint64_t>(a.c), g = static_cast<uint64_t>(a.groups);
-  p.workspace_bytes =
-      round64(ch * 8) + round64(2 * n * g * 8) + round64(2 * n * ch * 8) + p.num_threads * p.scratch_bytes;
+  p.workspace_bytes = workspace_bytes(a, static_cast<uint64_t>(p.num_threads), p.scratch_bytes);
   p.stream_output = u.stream;
   // Channels-last units are not pipelined as GroupNorm's are: tried (2026-12-03, Intel Xeon VM, [69, 320, 64, 64]
   // float32), ratio 0.50-0.51 unpipelined against 0.46-0.53, no gain; pass 1's column sums of two arrays are bound by

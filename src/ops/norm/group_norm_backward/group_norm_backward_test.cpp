@@ -216,7 +216,6 @@ TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
 }
 
 TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
-  using gn::round64;
   for (DType t : kDTypes) {
     const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
     ops::Problem want = before.clone();
@@ -251,10 +250,8 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
                 plan.prefetch = variant >= 6;
               }
               // Scratch for whole-row chunks and 3 threads.
-              const uint64_t c = static_cast<uint64_t>(a.c), ng = static_cast<uint64_t>(a.n * a.groups);
-              plan.scratch_bytes = gn_bwd::scratch_bytes(c);
-              plan.workspace_bytes = round64(c * 8) + round64(2 * ng * 8) +
-                                     round64(2 * static_cast<uint64_t>(a.n) * c * 8) + 3 * plan.scratch_bytes;
+              plan.scratch_bytes = gn_bwd::scratch_bytes(static_cast<uint64_t>(a.c));
+              plan.workspace_bytes = gn_bwd::workspace_bytes(a, 3, plan.scratch_bytes);
               ops::Problem p = before.clone();
               std::vector<unsigned char> raw(bytes + 256);
               unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
