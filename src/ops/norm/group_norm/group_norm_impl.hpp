@@ -130,6 +130,12 @@ inline uint64_t scratch_bytes(uint64_t cols) {
   return round64(2 * 16 * cols * 8) + round64(4 * cols * 8) + 6 * round64(cols * 4);
 }
 
+/// The whole workspace for `threads` threads of `scratch` bytes each (Plan::workspace_bytes).
+inline uint64_t workspace_bytes(const Args& a, uint64_t threads, uint64_t scratch) {
+  return round64(2 * static_cast<uint64_t>(a.c) * 8) + round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) +
+         threads * scratch;
+}
+
 /// One group's mean and variance from the one-pass shifted sums S1 = sum (x - K), S2 = sum (x - K)^2 over its
 /// m elements (K: one of them). ok = false when the variance is not certified within 2^-30 of its value (then
 /// the kernel makes the classical second pass over (x - mean)^2); mean is right either way.

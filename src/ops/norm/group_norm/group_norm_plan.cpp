@@ -77,8 +77,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.num_threads = u.writers;
   const int64_t cols = u.cols;
   p.scratch_bytes = scratch_bytes(static_cast<uint64_t>(cols));
-  p.workspace_bytes = round64(2 * static_cast<uint64_t>(a.c) * 8) +
-                      round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + p.num_threads * p.scratch_bytes;
+  p.workspace_bytes = workspace_bytes(a, static_cast<uint64_t>(p.num_threads), p.scratch_bytes);
   p.stream_output = u.stream;
   p.pipeline = u.pipeline;
   p.pair_rows = static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) <=

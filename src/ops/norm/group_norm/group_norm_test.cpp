@@ -375,8 +375,7 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
   plan.num_threads = threads;
   edit(a, plan);
   plan.scratch_bytes = gn::scratch_bytes(static_cast<uint64_t>(a.c));
-  plan.workspace_bytes = gn::round64(2 * static_cast<uint64_t>(a.c) * 8) +
-                         gn::round64(2 * static_cast<uint64_t>(a.n * a.groups) * 8) + 3 * plan.scratch_bytes;
+  plan.workspace_bytes = gn::workspace_bytes(a, 3, plan.scratch_bytes);
   ops::Problem p = before.clone();
   std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
   unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
