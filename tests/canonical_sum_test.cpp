@@ -47,7 +47,7 @@ void RowsPairF32(const float* x0, const float* y0, const float* x1, const float*
 // The same two statistics for every column of rows x cols arrays (row stride `stride`), with m per column.
 template <typename T>
 void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-             double* out0, double* out1) {
+             double* out0, double* out1, bool prefetch_l1) {
   auto vf = [m](auto d, auto vx, auto vy, size_t c, auto* s0, auto* s1) HWY_ATTR {
     *s0 = vx;
     *s1 = hn::Mul(hn::Sub(vx, hn::LoadU(d, m + c)), vy);
@@ -56,20 +56,20 @@ void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, co
     *s0 = vx;
     *s1 = (vx - m[c]) * vy;
   };
-  CanonColumnSums<2>(x, y, stride, rows, cols, vf, sf, acc, out0, out1);
+  CanonColumnSums<2>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, prefetch_l1);
 }
 void RowsF32(const float* x, const float* y, size_t n, double m, double* out) { Rows(x, y, n, m, out); }
 void RowsBF16(const uint16_t* x, const uint16_t* y, size_t n, double m, double* out) {
   Rows(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), n, m, out);
 }
 void ColumnsF32(const float* x, const float* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-                double* o0, double* o1) {
-  Columns(x, y, stride, rows, cols, m, acc, o0, o1);
+                double* o0, double* o1, bool prefetch_l1) {
+  Columns(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
 }
 void ColumnsBF16(const uint16_t* x, const uint16_t* y, size_t stride, size_t rows, size_t cols, const double* m,
-                 double* acc, double* o0, double* o1) {
+                 double* acc, double* o0, double* o1, bool prefetch_l1) {
   Columns(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), stride, rows, cols,
-          m, acc, o0, o1);
+          m, acc, o0, o1, prefetch_l1);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -160,7 +160,8 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       }
       const double mc[cols] = {0, 0, m, 0, 0};
       std::vector<double> acc(2 * 16 * cols), o0(cols), o1(cols);
-      HWY_DYNAMIC_DISPATCH(ColumnsF32)(xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data());
+      HWY_DYNAMIC_DISPATCH(ColumnsF32)
+      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false);
       EXPECT_EQ(o0[2], want[0]);
       EXPECT_EQ(o1[2], want[1]);
       // bfloat16 storage, rows and columns.
@@ -178,7 +179,8 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       HWY_DYNAMIC_DISPATCH(RowsBF16)(xb.data(), yb.data(), n, m, got);
       EXPECT_EQ(got[0], definition(t0));
       EXPECT_EQ(got[1], definition(t1));
-      HWY_DYNAMIC_DISPATCH(ColumnsBF16)(xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data());
+      HWY_DYNAMIC_DISPATCH(ColumnsBF16)
+      (xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false);
       EXPECT_EQ(o0[2], definition(t0));
       EXPECT_EQ(o1[2], definition(t1));
     }
@@ -188,8 +190,8 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
 
 // Wide arrays, which the 5 columns above do not reach: the column walk's blocks of rows (many, the last one short),
 // its strips of 4 vectors of columns, the vector columns after the last whole strip and the scalar ones after
-// those, with garbage in acc, a row stride wider than the columns, and x and y one array or two. 203 columns are 6
-// strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2).
+// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and both prefetch hints.
+// 203 columns are 6 strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2).
 TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
   const std::size_t rows = 1000, cols = 203, stride = 211;
   const std::vector<float> x = spread(rows * stride, 11), y = spread(rows * stride, 12);
@@ -217,16 +219,19 @@ TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
     }
   }
   testing::for_each_isa([&](const std::string&) {
-    for (int b = 0; b < 2; ++b) {
-      for (int same = 0; same < 2; ++same) {
-        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x"));
+    for (int k = 0; k < 8; ++k) {
+      const int b = k & 1, same = k >> 1 & 1;
+      const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
+      {
+        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
+                     (l1 ? ", prefetch into L1" : ""));
         std::vector<double> acc(2 * 16 * cols, -7.5), o0(cols), o1(cols);
         if (b) {
           HWY_DYNAMIC_DISPATCH(ColumnsBF16)
-          (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data());
+          (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
         } else {
           HWY_DYNAMIC_DISPATCH(ColumnsF32)
-          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data());
+          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
         }
         int wrong = 0;
         for (std::size_t c = 0; c < cols; ++c) {

@@ -318,9 +318,11 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // row-major arrays x and y (`stride` elements between rows). Row r is added into lane r mod 16 of every column;
 // the lanes live in `acc` (2 * 16 * cols doubles, any contents). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
-// out1 (cols each; out1 may be null when kK == 1) receive the sums. kMix: as for CanonRowSums. `side(r0, r1)` runs
-// before each block of rows [r0, r1): other work interleaved with the sums (a pipelined channels-last kernel writes
-// the previous unit's rows), which must not touch the sums' inputs, outputs or acc; the scalar build skips it.
+// out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch_l1`: the next block's lines are
+// prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kMix: as
+// for CanonRowSums. `side(r0, r1)` runs before each block of rows [r0, r1): other work interleaved with the sums (a
+// pipelined channels-last kernel writes the previous unit's rows), which must not touch the sums' inputs, outputs or
+// acc; the scalar build skips it.
 //
 // NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
 // few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16
@@ -336,7 +338,8 @@ constexpr size_t kCanonColumnBlock = 4 * kCanonLanes;
 template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                 size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
-                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, Side&& side = Side()) {
+                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, bool prefetch_l1,
+                                Side&& side = Side()) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
   const size_t N = hn::Lanes(d);
@@ -359,7 +362,8 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     // The next block's lines, in address order, spread evenly over this block's (strip, lane) steps, into L2 (the
     // block is 64 rows of up to 1024 columns, more than L1 holds): prefetcht1 measured faster than t0 on the Intel
     // Xeon VM (GroupNorm channels-last [24, 320, 64, 64] float32 0.72-0.74 -> 0.70 ns/element, 1 thread; the
-    // statistics pass alone 0.40 -> 0.33), and no different from t0 on AMD Zen 4 in an earlier session.
+    // statistics pass alone 0.40 -> 0.33), and no different from t0 on AMD Zen 4 in an earlier session; on AMD
+    // Zen 5 t0 was the faster (`prefetch_l1`, detail::column_prefetch_l1).
     const size_t pf_end = std::min(rows, r1 + B);
     const size_t steps = cols / (4 * N) * kCanonLanes;
     const size_t per = steps ? ((pf_end - r1) * seg_lines + steps - 1) / steps : 0;
@@ -368,8 +372,15 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     for (; c + 4 * N <= cols; c += 4 * N) {
       for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
         for (size_t k = 0; k < per && pf_r < pf_end; ++k) {
-          __builtin_prefetch(reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o, 0, 2);
-          if (y != x) __builtin_prefetch(reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o, 0, 2);
+          const unsigned char* px = reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o;
+          const unsigned char* py = reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o;
+          if (prefetch_l1) {
+            __builtin_prefetch(px, 0, 3);
+            if (y != x) __builtin_prefetch(py, 0, 3);
+          } else {
+            __builtin_prefetch(px, 0, 2);
+            if (y != x) __builtin_prefetch(py, 0, 2);
+          }
           pf_o += 64;
           if (pf_o >= seg) pf_o = 0, ++pf_r;
         }
@@ -481,7 +492,7 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 
 template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const VF&,
-                                const SF& sf, double* acc, double* out0, double* out1, Side&& = Side()) {
+                                const SF& sf, double* acc, double* out0, double* out1, bool, Side&& = Side()) {
   double* acc0 = acc;
   double* acc1 = acc + kCanonLanes * cols;
   std::memset(acc, 0, 2 * kCanonLanes * cols * sizeof(double));

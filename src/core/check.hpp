@@ -30,6 +30,15 @@ const char* cpu_kind_name(CpuKind kind);
 /// passes overlapped. So: Intel CPUs only; NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides (for measuring).
 bool software_prefetch();
 
+/// Whether the channels-last column sums (CanonColumnSums) prefetch the next block of rows into L1 (prefetcht0)
+/// rather than L2 (prefetcht1); results never depend on it. Measured (docs/performance.md, "Channels-last column
+/// walks tried"): on AMD Zen 5, [69, 320, 64, 64] channels-last, one thread, ratio to the probe, three interleaved
+/// rounds, t1 -> t0: GroupNorm float32 0.54-0.59 -> 0.62-0.66, bfloat16 0.27-0.36 -> 0.33-0.40, GroupNormBackward
+/// float32 0.42 -> 0.43-0.47, bfloat16 0.31-0.40 -> 0.41-0.46, float16 within the spread either way; on the Intel
+/// Xeon t1 was the faster (the GroupNorm call 0.72-0.74 -> 0.70 ns/element). So AMD Zen 5 only;
+/// NNOPS_COLUMN_PREFETCH_L1=0 or 1 overrides.
+bool column_prefetch_l1();
+
 /// Whether the row-major GroupNorm and GroupNormBackward kernels write a group's streamed output while the next
 /// group's statistics pass reads that group in (PipelineGroups, src/core/row_map-inl.h), rather than group by group,
 /// for a call whose statistics pass reads `input_bytes`; results never depend on it. Measured (docs/performance.md,

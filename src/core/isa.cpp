@@ -175,6 +175,11 @@ bool software_prefetch() {
   return on;
 }
 
+bool column_prefetch_l1() {
+  static const bool on = env_switch("NNOPS_COLUMN_PREFETCH_L1").value_or(cpu_kind() == CpuKind::kAmdZen5);
+  return on;
+}
+
 uint64_t overlap_passes_max_bytes() {
   constexpr uint64_t kAny = ~uint64_t{0};
   static const std::optional<bool> env = env_switch("NNOPS_OVERLAP_PASSES");

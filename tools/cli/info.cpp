@@ -35,8 +35,10 @@ int run_info() {
   if (usable > 0) std::printf(" (%d usable by this process)", usable);
   std::printf("\n");
   // The CPU-dependent choices of the kernels (none changes a bit of a result; docs/performance.md).
-  std::printf("cpu kind:       %s (the three choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
+  std::printf("cpu kind:       %s (the four choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
   std::printf("prefetch:       %s (NNOPS_SOFTWARE_PREFETCH)\n", detail::software_prefetch() ? "on" : "off");
+  std::printf("column sums:    prefetch into %s (NNOPS_COLUMN_PREFETCH_L1)\n",
+              detail::column_prefetch_l1() ? "L1" : "L2");
   const uint64_t overlap = detail::overlap_passes_max_bytes();
   if (overlap == 0 || overlap == ~uint64_t{0})
     std::printf("overlap passes: %s (NNOPS_OVERLAP_PASSES)\n", overlap == 0 ? "off" : "on");

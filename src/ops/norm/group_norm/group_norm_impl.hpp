@@ -66,6 +66,9 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
+  /// Channels-last column sums: the next block prefetched into L1, not L2 (detail::column_prefetch_l1; the bits do
+  /// not depend on it).
+  bool column_prefetch_l1 = false;
   /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
   /// thread's groups in order), so that the stores to memory overlap the loads from it (Units::pipeline; the bits
   /// do not depend on it). Channels-last (streamed float32 chunks of whole rows): a unit's output rows written

@@ -419,7 +419,8 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
                 plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
                 plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
                 plan.prefetch = variant >= 6;
-                plan.pipeline = variant % 2 == 1;  // each unit's rows beside the next unit's column sums
+                plan.pipeline = variant % 2 == 1;                // each unit's rows beside the next unit's column sums
+                plan.column_prefetch_l1 = variant / 2 % 2 == 1;  // the column sums' prefetch hint
               }
             });
             EXPECT_TRUE(same_outputs(p, want));

@@ -53,6 +53,9 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
+  /// Channels-last column sums: the next block prefetched into L1, not L2 (detail::column_prefetch_l1; the bits do
+  /// not depend on it).
+  bool column_prefetch_l1 = false;
   /// Row-major: each group's dx written while the next group's pass 1 reads that group in (see gn::Plan).
   bool pipeline = false;
 };

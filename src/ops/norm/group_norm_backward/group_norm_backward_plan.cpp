@@ -27,6 +27,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // The CPU also enters the plan, here the prefetch and in split_units the stream threshold and the pipeline (the same
   // bits either way).
   p.prefetch = detail::software_prefetch();
+  p.column_prefetch_l1 = detail::column_prefetch_l1();
   return p;
 }
 
