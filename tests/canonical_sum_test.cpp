@@ -222,24 +222,22 @@ TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
     for (int k = 0; k < 8; ++k) {
       const int b = k & 1, same = k >> 1 & 1;
       const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
-      {
-        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
-                     (l1 ? ", prefetch into L1" : ""));
-        std::vector<double> acc(2 * 16 * cols, -7.5), o0(cols), o1(cols);
-        if (b) {
-          HWY_DYNAMIC_DISPATCH(ColumnsBF16)
-          (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
-        } else {
-          HWY_DYNAMIC_DISPATCH(ColumnsF32)
-          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
-        }
-        int wrong = 0;
-        for (std::size_t c = 0; c < cols; ++c) {
-          wrong += o0[c] != want[b][same][0][c];
-          wrong += o1[c] != want[b][same][1][c];
-        }
-        EXPECT_EQ(wrong, 0);
+      SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
+                   (l1 ? ", prefetch into L1" : ""));
+      std::vector<double> acc(2 * 16 * cols, -7.5), o0(cols), o1(cols);
+      if (b) {
+        HWY_DYNAMIC_DISPATCH(ColumnsBF16)
+        (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
+      } else {
+        HWY_DYNAMIC_DISPATCH(ColumnsF32)
+        (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
       }
+      int wrong = 0;
+      for (std::size_t c = 0; c < cols; ++c) {
+        wrong += o0[c] != want[b][same][0][c];
+        wrong += o1[c] != want[b][same][1][c];
+      }
+      EXPECT_EQ(wrong, 0);
     }
   });
 }

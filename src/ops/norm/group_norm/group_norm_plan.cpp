@@ -82,7 +82,8 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.pipeline = u.pipeline;
   p.pair_rows = static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) <=
                 detail::l2_cache_bytes() * static_cast<uint64_t>(u.writers);
-  // The CPU also enters the plan, here the prefetch and in split_units the pipeline (the same bits either way).
+  // The CPU also enters the plan, here the two prefetch choices and in split_units the pipeline (the same bits either
+  // way).
   p.prefetch = detail::software_prefetch();
   p.column_prefetch_l1 = detail::column_prefetch_l1();
   return p;
