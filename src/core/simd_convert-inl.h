@@ -42,16 +42,17 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const float* HWY_RESTRICT p) {
   return hn::LoadU(df, p);
 }
 
+// The float32 values of a vector of half-type storage bits (Lanes(df) uint16 lanes): LoadF32's widening, also
+// under the masked loads of LoadF32N.
 template <class DF>
-HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
+HWY_INLINE hn::Vec<DF> WidenBits(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16, const hwy::float16_t*) {
 #if NNOPS_NATIVE_F16
   const hn::Rebind<hwy::float16_t, DF> dh;
-  return hn::PromoteTo(df, hn::LoadU(dh, p));
+  return hn::PromoteTo(df, hn::BitCast(dh, h16));
 #else
-  const hn::Rebind<uint16_t, DF> du16;
   const hn::RebindToUnsigned<DF> du;
   const hn::RebindToSigned<DF> di;
-  const auto h = hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)));
+  const auto h = hn::PromoteTo(du, h16);
   // Exact widening: move exponent and mantissa into place and rebias; Inf/NaN get the float32 maximum
   // exponent, zero/subnormal inputs are renormalised by one float subtraction (exact).
   const auto o = hn::ShiftLeft<13>(hn::And(h, hn::Set(du, 0x7FFFu)));
@@ -69,10 +70,15 @@ HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::float16_t* HWY_RESTRICT p) {
 }
 
 template <class DF>
-HWY_INLINE hn::Vec<DF> LoadF32(DF df, const hwy::bfloat16_t* HWY_RESTRICT p) {
-  const hn::Rebind<uint16_t, DF> du16;
+HWY_INLINE hn::Vec<DF> WidenBits(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16, const hwy::bfloat16_t*) {
   const hn::RebindToUnsigned<DF> du;
-  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)))));
+  return hn::BitCast(df, hn::ShiftLeft<16>(hn::PromoteTo(du, h16)));
+}
+
+template <class DF, typename T>
+HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* HWY_RESTRICT p) {
+  const hn::Rebind<uint16_t, DF> du16;
+  return WidenBits(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)), p);
 }
 
 // ---- stores ----------------------------------------------------------------------------------------
@@ -258,21 +264,74 @@ HWY_INLINE size_t Bf16PairMap(DF df, hwy::bfloat16_t* out, size_t i, size_t n, b
 HWY_INLINE float CanonicalNaN(float f) { return f != f ? std::numeric_limits<float>::quiet_NaN() : f; }
 
 // ---- partial vectors (tails) -----------------------------------------------------------------------
-// Copy through a zero-filled buffer so that no access goes past the caller's range; padding lanes read
-// as +0.0 in every storage type.
+// The first n lanes of a vector from or to memory, touching nothing past them; padding lanes read as +0.0 in every
+// storage type.
+//
+// NB: why masked moves where the target has them. A row's tail through a zero-filled buffer is a variable-length
+// memcpy in and a vector load of what it just stored (a store-forwarding stall): ~75-150 cycles a row on the Intel
+// Xeon VM, more than the rest of a row of 4 or 12 elements (GroupNorm [1, 64, 4] float32 took twice [1, 64, 16]).
+// Native masked loads and stores (AVX-512 for every lane size, AVX2 for 32-bit lanes, SVE's predicated ld1/st1)
+// neither fault on nor write to the lanes outside the mask, so they replace the buffer there; AVX2 moves a half
+// type's pairs of elements as 32-bit lanes and its odd last element alone. Highway emulates masked moves elsewhere
+// with a whole-vector load or store, which could read or write past the row: those targets keep the buffer.
+enum class TailMoves { kBuffer, kMasked, kMaskedPairs };
+template <typename T>
+constexpr TailMoves kTailMoves =
+#if HWY_ARCH_X86
+    HWY_TARGET <= HWY_AVX3   ? TailMoves::kMasked
+    : HWY_TARGET == HWY_AVX2 ? (sizeof(T) == 4 ? TailMoves::kMasked : TailMoves::kMaskedPairs)
+                             : TailMoves::kBuffer;
+#elif HWY_TARGET == HWY_SVE || HWY_TARGET == HWY_SVE2 || HWY_TARGET == HWY_SVE_256 || HWY_TARGET == HWY_SVE2_128
+    TailMoves::kMasked;
+#else
+    TailMoves::kBuffer;
+#endif
 
 template <class DF, typename T>
 HWY_INLINE hn::Vec<DF> LoadF32N(DF df, const T* HWY_RESTRICT p, size_t n) {
-  alignas(64) T buf[kMaxF32Lanes] = {};
-  std::memcpy(buf, p, n * sizeof(T));
-  return LoadF32(df, buf);
+  if constexpr (kTailMoves<T> == TailMoves::kMasked && std::is_same_v<T, float>) {
+    return hn::MaskedLoad(hn::FirstN(df, n), df, p);
+  } else if constexpr (kTailMoves<T> == TailMoves::kMasked) {
+    const hn::Rebind<uint16_t, DF> du16;
+    return WidenBits(df, hn::MaskedLoad(hn::FirstN(du16, n), du16, reinterpret_cast<const uint16_t*>(p)), p);
+  } else if constexpr (kTailMoves<T> == TailMoves::kMaskedPairs) {
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::Repartition<uint32_t, decltype(du16)> du32;
+    auto bits = hn::BitCast(du16, hn::MaskedLoad(hn::FirstN(du32, n / 2), du32, reinterpret_cast<const uint32_t*>(p)));
+    if (n % 2) {
+      uint16_t last;
+      std::memcpy(&last, p + n - 1, 2);
+      bits = hn::IfThenElse(hn::AndNot(hn::FirstN(du16, n - 1), hn::FirstN(du16, n)), hn::Set(du16, last), bits);
+    }
+    return WidenBits(df, bits, p);
+  } else {
+    alignas(64) T buf[kMaxF32Lanes] = {};
+    std::memcpy(buf, p, n * sizeof(T));
+    return LoadF32(df, buf);
+  }
 }
 
 template <class DF, typename T>
 HWY_INLINE void StoreF32N(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p, size_t n) {
-  alignas(64) T buf[kMaxF32Lanes];
-  StoreF32(df, v, buf);
-  std::memcpy(p, buf, n * sizeof(T));
+  if constexpr (kTailMoves<T> == TailMoves::kMasked && std::is_same_v<T, float>) {
+    hn::BlendedStore(v, hn::FirstN(df, n), df, p);
+  } else if constexpr (kTailMoves<T> == TailMoves::kMasked) {
+    const hn::Rebind<uint16_t, DF> du16;
+    hn::BlendedStore(ToStorageBits(df, v, p), hn::FirstN(du16, n), du16, reinterpret_cast<uint16_t*>(p));
+  } else if constexpr (kTailMoves<T> == TailMoves::kMaskedPairs) {
+    const hn::Rebind<uint16_t, DF> du16;
+    const hn::Repartition<uint32_t, decltype(du16)> du32;
+    const auto bits = ToStorageBits(df, v, p);
+    hn::BlendedStore(hn::BitCast(du32, bits), hn::FirstN(du32, n / 2), du32, reinterpret_cast<uint32_t*>(p));
+    if (n % 2) {
+      const uint16_t last = hn::ExtractLane(bits, n - 1);
+      std::memcpy(p + n - 1, &last, 2);
+    }
+  } else {
+    alignas(64) T buf[kMaxF32Lanes];
+    StoreF32(df, v, buf);
+    std::memcpy(p, buf, n * sizeof(T));
+  }
 }
 
 }  // namespace HWY_NAMESPACE
