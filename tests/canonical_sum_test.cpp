@@ -190,56 +190,62 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
 
 // Wide arrays, which the 5 columns above do not reach: the column walk's blocks of rows (many, the last one short),
 // its strips of 4 vectors of columns, the vector columns after the last whole strip and the scalar ones after
-// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and both prefetch hints.
+// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and both prefetch hints;
+// and the same columns over at most one block of rows (64 or fewer: each column vector's lanes and their tree in
+// registers, CanonColumnSumsShort), 65 (a block and one row).
 // 203 columns are 6 strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2).
 TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
-  const std::size_t rows = 1000, cols = 203, stride = 211;
-  const std::vector<float> x = spread(rows * stride, 11), y = spread(rows * stride, 12);
+  const std::size_t max_rows = 1000, cols = 203, stride = 211;
+  const std::vector<float> x = spread(max_rows * stride, 11), y = spread(max_rows * stride, 12);
   std::vector<double> m(cols);
   for (std::size_t c = 0; c < cols; ++c) m[c] = 0.01 * static_cast<double>(c);
   std::vector<uint16_t> xb(x.size()), yb(y.size());
   for (std::size_t i = 0; i < x.size(); ++i) xb[i] = float_to_bf16_bits(x[i]), yb[i] = float_to_bf16_bits(y[i]);
-  // want[bf16][same][c]: the two statistics of column c, from float32 or bfloat16 data, y = x or not.
-  std::vector<double> want[2][2][2];
-  for (int b = 0; b < 2; ++b) {
-    for (int same = 0; same < 2; ++same) {
-      want[b][same][0].resize(cols), want[b][same][1].resize(cols);
-      for (std::size_t c = 0; c < cols; ++c) {
-        std::vector<double> t0(rows), t1(rows);
-        for (std::size_t r = 0; r < rows; ++r) {
-          const std::size_t i = r * stride + c;
-          const double vx = b ? bf16_bits_to_float(xb[i]) : x[i];
-          const double vy = same ? vx : (b ? bf16_bits_to_float(yb[i]) : y[i]);
-          t0[r] = vx;
-          t1[r] = (vx - m[c]) * vy;
+  for (std::size_t rows : {max_rows, std::size_t{65}, std::size_t{64}, std::size_t{49}, std::size_t{17},
+                           std::size_t{16}, std::size_t{5}, std::size_t{1}}) {
+    SCOPED_TRACE("rows = " + std::to_string(rows));
+    // want[bf16][same][c]: the two statistics of column c, from float32 or bfloat16 data, y = x or not.
+    std::vector<double> want[2][2][2];
+    for (int b = 0; b < 2; ++b) {
+      for (int same = 0; same < 2; ++same) {
+        want[b][same][0].resize(cols), want[b][same][1].resize(cols);
+        for (std::size_t c = 0; c < cols; ++c) {
+          std::vector<double> t0(rows), t1(rows);
+          for (std::size_t r = 0; r < rows; ++r) {
+            const std::size_t i = r * stride + c;
+            const double vx = b ? bf16_bits_to_float(xb[i]) : x[i];
+            const double vy = same ? vx : (b ? bf16_bits_to_float(yb[i]) : y[i]);
+            t0[r] = vx;
+            t1[r] = (vx - m[c]) * vy;
+          }
+          want[b][same][0][c] = definition(t0);
+          want[b][same][1][c] = definition(t1);
         }
-        want[b][same][0][c] = definition(t0);
-        want[b][same][1][c] = definition(t1);
       }
     }
+    testing::for_each_isa([&](const std::string&) {
+      for (int k = 0; k < 8; ++k) {
+        const int b = k & 1, same = k >> 1 & 1;
+        const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
+        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
+                     (l1 ? ", prefetch into L1" : ""));
+        std::vector<double> acc(2 * 16 * cols, -7.5), o0(cols), o1(cols);
+        if (b) {
+          HWY_DYNAMIC_DISPATCH(ColumnsBF16)
+          (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
+        } else {
+          HWY_DYNAMIC_DISPATCH(ColumnsF32)
+          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
+        }
+        int wrong = 0;
+        for (std::size_t c = 0; c < cols; ++c) {
+          wrong += o0[c] != want[b][same][0][c];
+          wrong += o1[c] != want[b][same][1][c];
+        }
+        EXPECT_EQ(wrong, 0);
+      }
+    });
   }
-  testing::for_each_isa([&](const std::string&) {
-    for (int k = 0; k < 8; ++k) {
-      const int b = k & 1, same = k >> 1 & 1;
-      const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
-      SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
-                   (l1 ? ", prefetch into L1" : ""));
-      std::vector<double> acc(2 * 16 * cols, -7.5), o0(cols), o1(cols);
-      if (b) {
-        HWY_DYNAMIC_DISPATCH(ColumnsBF16)
-        (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
-      } else {
-        HWY_DYNAMIC_DISPATCH(ColumnsF32)
-        (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
-      }
-      int wrong = 0;
-      for (std::size_t c = 0; c < cols; ++c) {
-        wrong += o0[c] != want[b][same][0][c];
-        wrong += o1[c] != want[b][same][1][c];
-      }
-      EXPECT_EQ(wrong, 0);
-    }
-  });
 }
 
 }  // namespace
