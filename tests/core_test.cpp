@@ -2,12 +2,18 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "nnops/nnops.hpp"
 #include "src/core/check.hpp"
 #include "src/core/parallel.hpp"
+#include "src/ops/op_desc.hpp"
 #include "tests/test_util.hpp"
 
 namespace nnops {
@@ -192,6 +198,65 @@ TEST(Isa, ListingTheTargetsKeepsTheBestOne) {
   (void)compiled_isas();
   EXPECT_EQ(current_isa(), best_supported());
   ASSERT_TRUE(restore_env_cap().is_ok());
+}
+
+// ops::run_prepared's workspaces: the calling thread keeps one small buffer from call to call (no allocation per
+// small call), a call made from inside another call's run gets a buffer of its own, another thread has its own, and a
+// workspace beyond the kept size is still served.
+uint64_t g_ws_bytes = 0;
+std::vector<unsigned char*> g_ws_seen;
+
+Status inner_prepare(const TensorView*, const ops::Attrs&, const Context&, ops::Prepared* p) {
+  p->workspace_bytes = g_ws_bytes;
+  p->run = [](void* w) {
+    g_ws_seen.push_back(static_cast<unsigned char*>(w));
+    std::memset(w, 0x22, g_ws_bytes);
+  };
+  return Status::ok();
+}
+
+Status outer_prepare(const TensorView*, const ops::Attrs&, const Context&, ops::Prepared* p) {
+  p->workspace_bytes = g_ws_bytes;
+  p->run = [](void* w) {
+    auto* b = static_cast<unsigned char*>(w);
+    std::memset(b, 0x11, g_ws_bytes);
+    g_ws_seen.push_back(b);
+    EXPECT_TRUE(ops::run_prepared("inner", inner_prepare, nullptr, {}, Context{}).is_ok());
+    uint64_t changed = 0;
+    for (uint64_t i = 0; i < g_ws_bytes; ++i) changed += b[i] != 0x11;
+    EXPECT_EQ(changed, 0u) << "the nested call wrote into the outer call's workspace";
+  };
+  return Status::ok();
+}
+
+TEST(RunPrepared, ThreadKeepsItsSmallWorkspaceAndNestedCallsGetTheirOwn) {
+  for (uint64_t bytes : {uint64_t{100}, uint64_t{4096}, uint64_t{300000}, uint64_t{3} << 20}) {
+    SCOPED_TRACE("workspace bytes " + std::to_string(bytes));
+    g_ws_bytes = bytes;
+    g_ws_seen.clear();
+    ASSERT_TRUE(ops::run_prepared("inner", inner_prepare, nullptr, {}, Context{}).is_ok());
+    // A block of the same size held between the calls: a workspace freed after the first call would be handed out
+    // here, and the second call would get another one.
+    void* held = std::malloc(bytes);
+    ASSERT_TRUE(ops::run_prepared("inner", inner_prepare, nullptr, {}, Context{}).is_ok());
+    std::free(held);
+    ASSERT_EQ(g_ws_seen.size(), 2u);
+    for (unsigned char* w : g_ws_seen) EXPECT_EQ(reinterpret_cast<uintptr_t>(w) % 64, 0u);
+    if (bytes <= (uint64_t{1} << 20)) {
+      EXPECT_EQ(g_ws_seen[0], g_ws_seen[1]) << "a small workspace is kept";
+    }
+    g_ws_seen.clear();
+    ASSERT_TRUE(ops::run_prepared("outer", outer_prepare, nullptr, {}, Context{}).is_ok());
+    ASSERT_EQ(g_ws_seen.size(), 2u);
+    EXPECT_NE(g_ws_seen[0], g_ws_seen[1]);
+    ASSERT_TRUE(ops::run_prepared("inner", inner_prepare, nullptr, {}, Context{}).is_ok());
+    unsigned char* const mine = g_ws_seen.back();
+    std::thread other([] { EXPECT_TRUE(ops::run_prepared("inner", inner_prepare, nullptr, {}, Context{}).is_ok()); });
+    other.join();
+    if (bytes <= (uint64_t{1} << 20)) {
+      EXPECT_NE(g_ws_seen.back(), mine) << "each thread keeps its own";
+    }
+  }
 }
 
 }  // namespace
