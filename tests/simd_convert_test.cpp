@@ -44,21 +44,34 @@ void NarrowHalf(const float* in, uint16_t* out, size_t n) { Narrow<hwy::float16_
 void NarrowBf16(const float* in, uint16_t* out, size_t n) { Narrow<hwy::bfloat16_t>(in, out, n); }
 
 // LoadF32N of the n elements at src into all the lanes of one vector (stored to lanes), and StoreF32N of that vector
-// to dst, for storage type `dtype` (0 float32, 1 float16, 2 bfloat16). Returns Lanes(ScalableTag<float>).
-template <typename T>
-void PartialMoves(const void* src, float* lanes, void* dst, size_t n) {
-  const hn::ScalableTag<float> df;
+// to dst, for storage type `dtype` (0 float32, 1 float16, 2 bfloat16) and vectors of tag `tag` (0 ScalableTag<float>,
+// then CappedTag<float, 8, 4, 2>: the partial vectors of the canonical sums' tails, CanonF, are among them). Returns
+// Lanes of the tag.
+template <class DF, typename T>
+void PartialMoves(DF df, const void* src, float* lanes, void* dst, size_t n) {
   const auto v = LoadF32N(df, static_cast<const T*>(src), n);
   hn::StoreU(v, df, lanes);
   StoreF32N(df, v, static_cast<T*>(dst), n);
 }
-size_t PartialMovesOf(int dtype, const void* src, float* lanes, void* dst, size_t n) {
-  if (dtype == 0) PartialMoves<float>(src, lanes, dst, n);
-  if (dtype == 1) PartialMoves<hwy::float16_t>(src, lanes, dst, n);
-  if (dtype == 2) PartialMoves<hwy::bfloat16_t>(src, lanes, dst, n);
-  return hn::Lanes(hn::ScalableTag<float>());
+template <class DF>
+size_t PartialMovesOfTag(DF df, int dtype, const void* src, float* lanes, void* dst, size_t n) {
+  if (dtype == 0) PartialMoves<DF, float>(df, src, lanes, dst, n);
+  if (dtype == 1) PartialMoves<DF, hwy::float16_t>(df, src, lanes, dst, n);
+  if (dtype == 2) PartialMoves<DF, hwy::bfloat16_t>(df, src, lanes, dst, n);
+  return hn::Lanes(df);
 }
-
+size_t PartialMovesOf(int tag, int dtype, const void* src, float* lanes, void* dst, size_t n) {
+  switch (tag) {
+    case 0:
+      return PartialMovesOfTag(hn::ScalableTag<float>(), dtype, src, lanes, dst, n);
+    case 1:
+      return PartialMovesOfTag(hn::CappedTag<float, 8>(), dtype, src, lanes, dst, n);
+    case 2:
+      return PartialMovesOfTag(hn::CappedTag<float, 4>(), dtype, src, lanes, dst, n);
+    default:
+      return PartialMovesOfTag(hn::CappedTag<float, 2>(), dtype, src, lanes, dst, n);
+  }
+}
 }  // namespace HWY_NAMESPACE
 }  // namespace nnops
 HWY_AFTER_NAMESPACE();
@@ -102,39 +115,43 @@ class GuardedPage {
 };
 
 // The tails of every elementwise pass and canonical sum: the first n lanes loaded (the rest +0.0) and stored, nothing
-// read or written past them (a guard page after the last element) or before them (sentinel bytes), on every target
-// and for every n below a vector, with the element at page end (masked moves on AVX2, AVX-512 and SVE, a buffer
-// elsewhere).
+// read or written past them (a guard page after the last element) or before them (sentinel bytes), on every target,
+// for whole and partial vectors (the canonical sums' tails are half vectors on AVX2 and AVX-512) and for every n below
+// a vector, with the element at page end (masked moves on AVX2, AVX-512 and SVE, a buffer elsewhere).
 TEST(SimdConvert, PartialVectorsTouchOnlyTheirLanesEveryTarget) {
   GuardedPage in, out;
   std::vector<float> lanes(64);  // the most float lanes of any target (2048-bit SVE)
   testing::for_each_isa([&](const std::string& isa) {
-    for (int dtype = 0; dtype < 3; ++dtype) {
-      const size_t size = dtype == 0 ? 4 : 2;
-      const size_t lanes_n = HWY_DYNAMIC_DISPATCH(PartialMovesOf)(dtype, in.end(), lanes.data(), out.end(), 0);
-      for (size_t n = 1; n < lanes_n; ++n) {
-        unsigned char* src = in.end() - n * size;
-        unsigned char* dst = out.end() - n * size;
-        std::vector<float> want(n);
-        for (size_t k = 0; k < n; ++k) {
-          want[k] = static_cast<float>(k + 1) * (k % 2 ? -0.75f : 1.5f);  // exact in every storage type
-          if (dtype == 0) std::memcpy(src + 4 * k, &want[k], 4);
-          const uint16_t bits = dtype == 1 ? float_to_half_bits(want[k]) : float_to_bf16_bits(want[k]);
-          if (dtype != 0) std::memcpy(src + 2 * k, &bits, 2);
-        }
-        std::memset(out.begin(), 0xA5, static_cast<size_t>(out.end() - out.begin()));
-        std::fill(lanes.begin(), lanes.end(), -1.0f);
-        HWY_DYNAMIC_DISPATCH(PartialMovesOf)(dtype, src, lanes.data(), dst, n);
-        for (size_t k = 0; k < lanes_n; ++k) {
-          const float expect = k < n ? want[k] : 0.0f;
-          uint32_t a, b;
-          std::memcpy(&a, &lanes[k], 4);
-          std::memcpy(&b, &expect, 4);
-          ASSERT_EQ(a, b) << isa << " dtype " << dtype << " n " << n << " lane " << k;
-        }
-        ASSERT_EQ(std::memcmp(dst, src, n * size), 0) << isa << " dtype " << dtype << " n " << n;
-        for (const unsigned char* q = out.begin(); q < dst; ++q) {
-          ASSERT_EQ(*q, 0xA5) << isa << " dtype " << dtype << " n " << n << " wrote " << (dst - q) << " bytes early";
+    for (int tag = 0; tag < 4; ++tag) {
+      for (int dtype = 0; dtype < 3; ++dtype) {
+        const size_t size = dtype == 0 ? 4 : 2;
+        const size_t lanes_n = HWY_DYNAMIC_DISPATCH(PartialMovesOf)(tag, dtype, in.end(), lanes.data(), out.end(), 0);
+        for (size_t n = 1; n < lanes_n; ++n) {
+          const std::string where =
+              isa + " tag " + std::to_string(tag) + " dtype " + std::to_string(dtype) + " n " + std::to_string(n);
+          unsigned char* src = in.end() - n * size;
+          unsigned char* dst = out.end() - n * size;
+          std::vector<float> want(n);
+          for (size_t k = 0; k < n; ++k) {
+            want[k] = static_cast<float>(k + 1) * (k % 2 ? -0.75f : 1.5f);  // exact in every storage type
+            if (dtype == 0) std::memcpy(src + 4 * k, &want[k], 4);
+            const uint16_t bits = dtype == 1 ? float_to_half_bits(want[k]) : float_to_bf16_bits(want[k]);
+            if (dtype != 0) std::memcpy(src + 2 * k, &bits, 2);
+          }
+          std::memset(out.begin(), 0xA5, static_cast<size_t>(out.end() - out.begin()));
+          std::fill(lanes.begin(), lanes.end(), -1.0f);
+          HWY_DYNAMIC_DISPATCH(PartialMovesOf)(tag, dtype, src, lanes.data(), dst, n);
+          for (size_t k = 0; k < lanes_n; ++k) {
+            const float expect = k < n ? want[k] : 0.0f;
+            uint32_t a, b;
+            std::memcpy(&a, &lanes[k], 4);
+            std::memcpy(&b, &expect, 4);
+            ASSERT_EQ(a, b) << where << " lane " << k;
+          }
+          ASSERT_EQ(std::memcmp(dst, src, n * size), 0) << where;
+          for (const unsigned char* q = out.begin(); q < dst; ++q) {
+            ASSERT_EQ(*q, 0xA5) << where << ": wrote " << (dst - q) << " bytes early";
+          }
         }
       }
     }

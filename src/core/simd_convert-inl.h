@@ -287,17 +287,43 @@ constexpr TailMoves kTailMoves =
     TailMoves::kBuffer;
 #endif
 
+// The first k lanes of a vector of tag d from or to p, through the target's masked moves (where kTailMoves says they
+// are native). On AVX2 a vector narrower than 16 bytes is moved as its whole 128-bit register with the mask built
+// there: Highway 1.0.3's FirstN of such a partial vector leaves the lanes past it set (its Iota loads them as 0, and
+// 0 < k), and vpmaskmov would read or write them (ASan caught the read on a bfloat16 row tail).
+template <class D>
+HWY_INLINE hn::Vec<D> LoadFirst(D d, const hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+  if constexpr (hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) < 16) {
+    const hn::Full128<hn::TFromD<D>> dw;
+    return hn::Vec<D>{hn::MaskedLoad(hn::FirstN(dw, k), dw, p).raw};
+  }
+#endif
+  return hn::MaskedLoad(hn::FirstN(d, k), d, p);
+}
+
+template <class D>
+HWY_INLINE void StoreFirst(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
+#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
+  if constexpr (hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) < 16) {
+    const hn::Full128<hn::TFromD<D>> dw;
+    return hn::BlendedStore(hn::Vec<decltype(dw)>{v.raw}, hn::FirstN(dw, k), dw, p);
+  }
+#endif
+  hn::BlendedStore(v, hn::FirstN(d, k), d, p);
+}
+
 template <class DF, typename T>
 HWY_INLINE hn::Vec<DF> LoadF32N(DF df, const T* HWY_RESTRICT p, size_t n) {
   if constexpr (kTailMoves<T> == TailMoves::kMasked && std::is_same_v<T, float>) {
-    return hn::MaskedLoad(hn::FirstN(df, n), df, p);
+    return LoadFirst(df, p, n);
   } else if constexpr (kTailMoves<T> == TailMoves::kMasked) {
     const hn::Rebind<uint16_t, DF> du16;
-    return WidenBits(df, hn::MaskedLoad(hn::FirstN(du16, n), du16, reinterpret_cast<const uint16_t*>(p)), p);
+    return WidenBits(df, LoadFirst(du16, reinterpret_cast<const uint16_t*>(p), n), p);
   } else if constexpr (kTailMoves<T> == TailMoves::kMaskedPairs) {
     const hn::Rebind<uint16_t, DF> du16;
     const hn::Repartition<uint32_t, decltype(du16)> du32;
-    auto bits = hn::BitCast(du16, hn::MaskedLoad(hn::FirstN(du32, n / 2), du32, reinterpret_cast<const uint32_t*>(p)));
+    auto bits = hn::BitCast(du16, LoadFirst(du32, reinterpret_cast<const uint32_t*>(p), n / 2));
     if (n % 2) {
       uint16_t last;
       std::memcpy(&last, p + n - 1, 2);
@@ -314,15 +340,15 @@ HWY_INLINE hn::Vec<DF> LoadF32N(DF df, const T* HWY_RESTRICT p, size_t n) {
 template <class DF, typename T>
 HWY_INLINE void StoreF32N(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p, size_t n) {
   if constexpr (kTailMoves<T> == TailMoves::kMasked && std::is_same_v<T, float>) {
-    hn::BlendedStore(v, hn::FirstN(df, n), df, p);
+    StoreFirst(df, v, p, n);
   } else if constexpr (kTailMoves<T> == TailMoves::kMasked) {
     const hn::Rebind<uint16_t, DF> du16;
-    hn::BlendedStore(ToStorageBits(df, v, p), hn::FirstN(du16, n), du16, reinterpret_cast<uint16_t*>(p));
+    StoreFirst(du16, ToStorageBits(df, v, p), reinterpret_cast<uint16_t*>(p), n);
   } else if constexpr (kTailMoves<T> == TailMoves::kMaskedPairs) {
     const hn::Rebind<uint16_t, DF> du16;
     const hn::Repartition<uint32_t, decltype(du16)> du32;
     const auto bits = ToStorageBits(df, v, p);
-    hn::BlendedStore(hn::BitCast(du32, bits), hn::FirstN(du32, n / 2), du32, reinterpret_cast<uint32_t*>(p));
+    StoreFirst(du32, hn::BitCast(du32, bits), reinterpret_cast<uint32_t*>(p), n / 2);
     if (n % 2) {
       const uint16_t last = hn::ExtractLane(bits, n - 1);
       std::memcpy(p + n - 1, &last, 2);

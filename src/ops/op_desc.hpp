@@ -86,8 +86,9 @@ struct Prepared {
 /// check -> plan -> closure; writes nothing to any tensor. `t` holds one view per TensorSpec.
 using PrepareFn = Status (*)(const TensorView* t, const Attrs& a, const Context& ctx, Prepared* out);
 
-/// Runs prepare and then the closure with a heap workspace (the C++ API's path). Out of memory for the
-/// workspace is a kInternal Status naming `op`.
+/// Runs prepare and then the closure with a heap workspace (the C++ API's path): the calling thread's kept buffer
+/// when the workspace is at most 1 MiB (reused by its next call; a call nested in another's run gets its own), else
+/// one allocated for the call. Out of memory for the workspace is a kInternal Status naming `op`.
 Status run_prepared(const char* op, PrepareFn prepare, const TensorView* t, const Attrs& a, const Context& ctx);
 
 /// Shape and dtype of one output, as `infer` derives it from the inputs.
