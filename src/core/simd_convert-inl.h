@@ -77,6 +77,7 @@ HWY_INLINE hn::Vec<DF> WidenBits(DF df, hn::Vec<hn::Rebind<uint16_t, DF>> h16, c
 
 template <class DF, typename T>
 HWY_INLINE hn::Vec<DF> LoadF32(DF df, const T* HWY_RESTRICT p) {
+  static_assert(std::is_same_v<T, hwy::float16_t> || std::is_same_v<T, hwy::bfloat16_t>, "a half type");
   const hn::Rebind<uint16_t, DF> du16;
   return WidenBits(df, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p)), p);
 }

@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <new>
 #include <string>
 
@@ -39,28 +37,22 @@ namespace {
 constexpr uint64_t kKeptWorkspaceBytes = uint64_t{1} << 20;
 
 struct KeptWorkspace {
-  struct Free {
-    void operator()(unsigned char* p) const { std::free(p); }
-  };
-  std::unique_ptr<unsigned char, Free> data;
-  uint64_t bytes = 0;
+  detail::HostBuffer buf;
   bool busy = false;
 };
 
-// The calling thread's kept buffer grown to `bytes` (64-byte aligned) and marked busy, or null where it cannot serve.
+// The calling thread's kept buffer grown to `bytes` (64-byte aligned, as every workspace) and marked busy, or null
+// where it cannot serve.
 unsigned char* take_kept_workspace(KeptWorkspace& k, uint64_t bytes) {
   if (bytes > kKeptWorkspaceBytes || k.busy) return nullptr;
-  if (k.bytes < bytes) {
-    const uint64_t grown = std::max<uint64_t>((bytes + 4095) / 4096 * 4096, 2 * k.bytes);
+  if (k.buf.bytes() < bytes) {
+    const uint64_t grown = std::max<uint64_t>((bytes + 4095) / 4096 * 4096, 2 * k.buf.bytes());
     const uint64_t size = std::min(grown, kKeptWorkspaceBytes);
-    k.data.reset();
-    k.bytes = 0;
-    k.data.reset(static_cast<unsigned char*>(std::aligned_alloc(64, size)));
-    if (!k.data) throw std::bad_alloc();
-    k.bytes = size;
+    k.buf = detail::HostBuffer();  // the old buffer goes before the new one comes
+    k.buf = detail::HostBuffer(DType::kFloat32, {static_cast<int64_t>(size / 4)}, /*zero=*/false);
   }
   k.busy = true;
-  return k.data.get();
+  return static_cast<unsigned char*>(k.buf.data());
 }
 
 }  // namespace
