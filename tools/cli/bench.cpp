@@ -37,8 +37,8 @@ struct Result {
   double model_ratio() const { return model_bytes / op_t.median / 1e9 / probe_gbps(); }
 };
 
-// Warm-up, the probe variants ranked on these buffers, then `reps` runs of the operator and of the best
-// probe, alternately: both see the same machine state.
+// Warm-up, the probe variants ranked on these buffers, then `reps` runs of the operator and of the best probe
+// variant of each store kind (ProbeFinalists), alternately: all see the same machine state.
 Result bench_call(const PlacedCall& call, int threads, int reps) {
   Result r;
   r.threads = threads;
@@ -49,18 +49,17 @@ Result bench_call(const PlacedCall& call, int threads, int reps) {
   op();
   const std::vector<const ProbeSet*> sets{&call.probe};
   r.ranked = rank_probe_variants(sets, threads);
-  r.probe_variant = r.ranked.front().first;
-  std::vector<double> to, tp;
+  ProbeFinalists probe(sets, threads, r.ranked);
+  std::vector<double> to;
   for (int i = 0; i < reps; ++i) {
-    double t0 = now_seconds();
+    const double t0 = now_seconds();
     op();
     to.push_back(now_seconds() - t0);
-    t0 = now_seconds();
-    run_probes(sets, threads, r.probe_variant);
-    tp.push_back(now_seconds() - t0);
+    probe.run();
   }
   r.op_t = summarize(to);
-  r.probe_t = summarize(tp);
+  r.probe_variant = probe.best();
+  r.probe_t = probe.timing();
   if (!st) r.error = st.message();
   r.bytes = call.bytes;
   r.model_bytes = call.model_bytes;

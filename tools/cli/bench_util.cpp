@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <utility>
 
 #include "nnops/context.hpp"
 #include "src/core/layout.hpp"
@@ -204,6 +205,40 @@ std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vect
   for (std::size_t k = 0; k < vs.size(); ++k) out.push_back({vs[k], *std::min_element(t[k].begin(), t[k].end())});
   std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.second < b.second; });
   return out;
+}
+
+ProbeFinalists::ProbeFinalists(std::vector<const ProbeSet*> sets, int threads,
+                               const std::vector<std::pair<ProbeVariant, double>>& ranked)
+    : sets_(std::move(sets)), threads_(threads) {
+  bool seen[2] = {false, false};
+  for (const auto& [v, t] : ranked) {
+    bool& s = seen[probe_variant_streams(v) ? 1 : 0];
+    if (!s) v_.push_back(v), s = true;
+  }
+  t_.resize(v_.size());
+}
+
+void ProbeFinalists::run() {
+  for (std::size_t k = 0; k < v_.size(); ++k) {
+    const double t0 = now_seconds();
+    run_probes(sets_, threads_, v_[k]);
+    t_[k].push_back(now_seconds() - t0);
+  }
+}
+
+ProbeVariant ProbeFinalists::best() const {
+  std::size_t b = 0;
+  for (std::size_t k = 1; k < v_.size(); ++k) {
+    if (summarize(t_[k]).median < summarize(t_[b]).median) b = k;
+  }
+  return v_.empty() ? ProbeVariant::kPlain : v_[b];
+}
+
+Timing ProbeFinalists::timing() const {
+  for (std::size_t k = 0; k < v_.size(); ++k) {
+    if (v_[k] == best()) return summarize(t_[k]);
+  }
+  return Timing{};
 }
 
 std::vector<double> load_average() {

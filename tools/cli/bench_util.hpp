@@ -80,6 +80,28 @@ void run_probes(const std::vector<const ProbeSet*>& sets, int threads, ProbeVari
 std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets, int threads,
                                                                  int rounds = 2);
 
+/// The probe timed next to an operator: from a ranking, the fastest variant of each store kind (cached stores,
+/// non-temporal stores), each run once per `run()` and timed; `best()` is the one with the lower median. The
+/// ranking's two quick rounds alone had picked one variant for the whole case, and a slow moment during them
+/// (this VM's L3 is shared with other tenants) could put the cached kind first where the streamed one was faster
+/// for the rest of the case: GroupNorm float32 in L3 on AMD Zen 5 read 85 GB/s against a probe of 47, its
+/// non-temporal variant measured 85 a minute later.
+class ProbeFinalists {
+ public:
+  ProbeFinalists(std::vector<const ProbeSet*> sets, int threads,
+                 const std::vector<std::pair<ProbeVariant, double>>& ranked);
+  void run();  // one timed run of each finalist
+  ProbeVariant best() const;
+  Timing timing() const;  // of best()
+  const std::vector<ProbeVariant>& variants() const { return v_; }
+
+ private:
+  std::vector<const ProbeSet*> sets_;
+  int threads_;
+  std::vector<ProbeVariant> v_;
+  std::vector<std::vector<double>> t_;
+};
+
 /// Load averages (1, 5, 15 minutes) from /proc/loadavg; zeros where unavailable.
 std::vector<double> load_average();
 

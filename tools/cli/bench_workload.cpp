@@ -346,14 +346,14 @@ bool resnet50_case(DType t, Layout layout, const ResnetProblems& rp, const Workl
     // C++ API: the list, one call on the total size and the probe, alternately.
     cpp_list();
     cpp_one();
-    const auto ranked = rank_probe_variants(probe_sets, th);
-    std::vector<double> tl, t1, tp;
+    ProbeFinalists finalists(probe_sets, th, rank_probe_variants(probe_sets, th));
+    std::vector<double> tl, t1;
     for (int r = 0; r < a.reps; ++r) {
       tl.push_back(timed(cpp_list));
       t1.push_back(timed(cpp_one));
-      tp.push_back(timed([&] { run_probes(probe_sets, th, ranked.front().first); }));
+      finalists.run();
     }
-    ProbeStats probe{summarize(tp), probe_variant_name(ranked.front().first), big.probe.bytes()};
+    ProbeStats probe{finalists.timing(), probe_variant_name(finalists.best()), big.probe.bytes()};
     Row base;
     base.workload = "resnet50";
     base.dtype = dtype_name(t);
@@ -482,11 +482,11 @@ bool unet_case(DType t, Layout layout, bool channels_last, const std::vector<Cal
         }
       };
       sweep();
-      const auto ranked = rank_probe_variants(sets, th);
-      std::vector<double> to, tp;
+      ProbeFinalists finalists(sets, th, rank_probe_variants(sets, th));
+      std::vector<double> to;
       for (int r = 0; r < a.reps; ++r) {
         to.push_back(timed(sweep));
-        tp.push_back(timed([&] { run_probes(sets, th, ranked.front().first); }));
+        finalists.run();
       }
       double pbytes = 0;
       for (const ProbeSet* s : sets) pbytes += s->bytes();
@@ -501,7 +501,7 @@ bool unet_case(DType t, Layout layout, bool channels_last, const std::vector<Cal
       r.calls = static_cast<int>(nl);
       r.t = summarize(to);
       r.bytes = bytes;
-      set_probe(&r, ProbeStats{summarize(tp), probe_variant_name(ranked.front().first), pbytes});
+      set_probe(&r, ProbeStats{finalists.timing(), probe_variant_name(finalists.best()), pbytes});
       if (!st) {
         r.error = st.message();
         ok = false;
