@@ -47,12 +47,21 @@ bool column_prefetch_l1();
 ///   float32 [24, 320, 64, 64] 0.49 -> 0.41 ns/element on one thread. Any size.
 /// - AMD Zen 5, while the inputs fit half the L3 (the loads from the L3, the streamed stores to memory): GroupNorm
 ///   float32 [2, 64, 16384] streamed, one thread, 48.5 -> 75.7 GB/s; from memory both ways it lost
-///   ([103, 320, 64, 64] 34.5 -> 28 GB/s, GroupNormBackward [69, 320, 64, 64] 37 -> 26).
+///   ([103, 320, 64, 64] 34.5 -> 28 GB/s, GroupNormBackward [69, 320, 64, 64] 37 -> 26) unless the statistics pass
+///   prefetches ahead (overlap_prefetched_passes).
 /// - Elsewhere off (an earlier session found a similar interleave in GroupNormalizationGrad slower on Zen 4).
 /// NNOPS_OVERLAP_PASSES=0 or 1 overrides (any size).
 bool overlap_passes(uint64_t input_bytes);
 /// The largest `input_bytes` overlap_passes says yes to: 0 where it never does, ~0 where any size.
 uint64_t overlap_passes_max_bytes();
+
+/// Whether a row-major statistics pass that reads `input_bytes` beyond overlap_passes' limit still overlaps the passes,
+/// with a software prefetch (PrefetchStream) ahead of its rows; results never depend on it. AMD Zen 5 only, where
+/// without the prefetch the overlap lost from memory and with it both operators gain, 4 rounds each, one thread,
+/// ratio to the probe (docs/performance.md, "Zen 5, 2026-12-04"): GroupNorm float32 [103, 320, 64, 64] 0.70-0.71 ->
+/// 0.82-0.93, GroupNormBackward [69, 320, 64, 64] 0.77-0.89 -> 0.82-0.93; the prefetch alone changed nothing
+/// (0.76-0.78). NNOPS_OVERLAP_PASSES=0 turns it off with the overlap; =1 overlaps at any size without it.
+bool overlap_prefetched_passes(uint64_t input_bytes);
 
 /// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call that
 /// `threads` threads write; results never depend on it. Measured (docs/performance.md):

@@ -199,6 +199,11 @@ bool overlap_passes(uint64_t input_bytes) {
   return max != 0 && input_bytes <= max;
 }
 
+bool overlap_prefetched_passes(uint64_t input_bytes) {
+  static const bool env_set = env_switch("NNOPS_OVERLAP_PASSES").has_value();
+  return !env_set && cpu_kind() == CpuKind::kAmdZen5 && input_bytes > overlap_passes_max_bytes();
+}
+
 uint64_t stream_output_min_bytes(int threads) {
   static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");
   if (env) return std::strtoull(env, nullptr, 10);

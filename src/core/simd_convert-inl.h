@@ -177,9 +177,12 @@ HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p) {
 }
 
 // Software prefetch for a loop that streams p: the lines kStreamPrefetchBytes beyond [p, p + bytes), into L1,
-// called once per step of `bytes` (detail::software_prefetch says where it pays). 2 KiB measured best for
-// PowerSign on an Intel Xeon (1 KiB and 4 KiB: within 0.02 of the probe ratio).
-constexpr size_t kStreamPrefetchBytes = 2048;
+// called once per step of `bytes` (detail::software_prefetch and detail::overlap_prefetched_passes say where it
+// pays). 4 KiB: on AMD Zen 5 the pipelined GroupNorm family from memory gains with it and not with 2 KiB (GroupNorm
+// [103, 320, 64, 64] float32, one thread, ratio 0.69-0.76 at 2 KiB, 0.81-0.93 at 4 KiB; docs/performance.md, "Zen 5,
+// 2026-12-04"); on the Intel Xeon 1, 2 and 4 KiB were within 0.02 of each other for PowerSign and within the
+// noise for the pipelined statistics pass.
+constexpr size_t kStreamPrefetchBytes = 4096;
 HWY_INLINE void PrefetchStream(const void* p, size_t bytes) {
   const unsigned char* q = static_cast<const unsigned char*>(p) + kStreamPrefetchBytes;
   for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(q + b, 0, 3);

@@ -43,8 +43,9 @@ int run_info() {
   if (overlap == 0 || overlap == ~uint64_t{0})
     std::printf("overlap passes: %s (NNOPS_OVERLAP_PASSES)\n", overlap == 0 ? "off" : "on");
   else
-    std::printf("overlap passes: on while the inputs fit %.1f MiB (NNOPS_OVERLAP_PASSES)\n",
-                static_cast<double>(overlap) / (1 << 20));
+    std::printf("overlap passes: on while the inputs fit %.1f MiB%s (NNOPS_OVERLAP_PASSES)\n",
+                static_cast<double>(overlap) / (1 << 20),
+                detail::overlap_prefetched_passes(overlap + 1) ? ", beyond with the row-major prefetch" : "");
   const int threads = resolve_num_threads(Context{});
   std::printf("stream outputs: from %.1f MiB on 1 thread, %.1f MiB on %d (NNOPS_STREAM_MIN_BYTES)\n",
               static_cast<double>(detail::stream_output_min_bytes(1)) / (1 << 20),

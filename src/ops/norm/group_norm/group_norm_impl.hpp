@@ -96,13 +96,15 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// of whole lines, 8 of 32 groups, measured slower too: docs/performance.md, "Streamed outputs from the L2 size").
 /// `pipeline`: the row-major groups, or a thread's channels-last units, are pipelined (Plan::pipeline): streamed
 /// float32 outputs where detail::overlap_passes says it pays for the `inputs` x-sized tensors the statistics pass reads
-/// (GroupNorm 1: x; GroupNormBackward 2: x and dy). The half types' passes are bound by their conversions, and
+/// (GroupNorm 1: x; GroupNormBackward 2: x and dy). `prefetched_pipeline`: the same beyond that limit where
+/// detail::overlap_prefetched_passes says the overlap pays with the statistics pass's prefetch on (row-major only:
+/// the plans take it there). The half types' passes are bound by their conversions, and
 /// overlapping them measured slower (docs/performance.md, "Overlapped passes").
 struct Units {
   int threads = 1;
   int writers = 1;  ///< threads that write the output: min(threads, units), at least 1
   int64_t units = 0, chunk_groups = 1, cols = 0;
-  bool stream = false, pipeline = false;
+  bool stream = false, pipeline = false, prefetched_pipeline = false;
 };
 Units split_units(const Shape& s, const Context& ctx, int inputs);
 

@@ -65,7 +65,9 @@ Units split_units(const Shape& s, const Context& ctx, int inputs) {
   u.writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
   const uint64_t bytes = static_cast<uint64_t>(numel) * dtype_size(s.dtype);
   u.stream = (s.layout == Layout::kNCHW || u.cols == c) && bytes >= detail::stream_output_min_bytes(u.writers);
-  u.pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_passes(bytes * static_cast<uint64_t>(inputs));
+  const uint64_t input_bytes = bytes * static_cast<uint64_t>(inputs);
+  u.pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_passes(input_bytes);
+  u.prefetched_pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_prefetched_passes(input_bytes);
   return u;
 }
 
@@ -79,12 +81,13 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.scratch_bytes = scratch_bytes(static_cast<uint64_t>(cols));
   p.workspace_bytes = workspace_bytes(a, static_cast<uint64_t>(p.num_threads), p.scratch_bytes);
   p.stream_output = u.stream;
-  p.pipeline = u.pipeline;
+  const bool rows_prefetched = u.prefetched_pipeline && a.layout == Layout::kNCHW;
+  p.pipeline = u.pipeline || rows_prefetched;
   p.pair_rows = static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) <=
                 detail::l2_cache_bytes() * static_cast<uint64_t>(u.writers);
   // The CPU also enters the plan, here the two prefetch choices and in split_units the pipeline (the same bits either
   // way).
-  p.prefetch = detail::software_prefetch();
+  p.prefetch = detail::software_prefetch() || rows_prefetched;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
   return p;
 }

@@ -326,8 +326,9 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
 }
 
 // Streamed float32 groups (row-major, or channels-last chunks of whole rows) overlap their passes where
-// detail::overlap_passes says so for x's bytes: on Intel at any size, on AMD Zen 5 while x fits half the L3, nowhere
-// else (unless NNOPS_OVERLAP_PASSES says otherwise).
+// detail::overlap_passes says so for x's bytes: on Intel at any size, on AMD Zen 5 while x fits half the L3 (beyond it
+// row-major groups with the prefetch on, detail::overlap_prefetched_passes), nowhere else (unless NNOPS_OVERLAP_PASSES
+// says otherwise).
 TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
   const uint64_t one = detail::stream_output_min_bytes(1), max = detail::overlap_passes_max_bytes();
   if (!std::getenv("NNOPS_OVERLAP_PASSES")) {
@@ -354,7 +355,16 @@ TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
     a.hw += 16;
     p = gn::make_plan(a, Context{1});
     EXPECT_TRUE(p.stream_output);
+    // Beyond the limit: overlapped only with the statistics pass's prefetch (Zen 5), and row-major only.
+    const bool prefetched = detail::overlap_prefetched_passes(static_cast<uint64_t>(a.hw) * 8);
+    EXPECT_EQ(p.pipeline, prefetched);
+    if (prefetched) {
+      EXPECT_TRUE(p.prefetch);
+    }
+    a.layout = gn::Layout::kNHWC;
+    p = gn::make_plan(a, Context{1});
     EXPECT_FALSE(p.pipeline);
+    EXPECT_EQ(p.prefetch, detail::software_prefetch());
   }
 }
 

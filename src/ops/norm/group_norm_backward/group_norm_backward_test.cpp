@@ -289,7 +289,17 @@ TEST(GroupNormBackward, PlanOverlapsPassesByBothInputs) {
   a.hw = static_cast<int64_t>(max / 8);  // x is `max` bytes: x and dy twice that
   gn_bwd::Plan p = gn_bwd::make_plan(a, Context{1});
   EXPECT_TRUE(p.stream_output);
+  // Beyond the limit only with the statistics pass's prefetch (detail::overlap_prefetched_passes), row-major only.
+  const bool prefetched = detail::overlap_prefetched_passes(static_cast<uint64_t>(a.hw) * 16);
+  EXPECT_EQ(p.pipeline, prefetched);
+  if (prefetched) {
+    EXPECT_TRUE(p.prefetch);
+  }
+  a.layout = gn_bwd::Layout::kNHWC;
+  p = gn_bwd::make_plan(a, Context{1});
   EXPECT_FALSE(p.pipeline);
+  EXPECT_EQ(p.prefetch, detail::software_prefetch());
+  a.layout = gn_bwd::Layout::kNCHW;
   a.hw /= 2;
   EXPECT_EQ(gn_bwd::make_plan(a, Context{1}).pipeline, static_cast<uint64_t>(a.hw) * 8 >= one);
 }
