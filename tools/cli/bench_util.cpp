@@ -226,20 +226,19 @@ void ProbeFinalists::run() {
   }
 }
 
-ProbeVariant ProbeFinalists::best() const {
+std::size_t ProbeFinalists::best_index() const {
   std::size_t b = 0;
-  for (std::size_t k = 1; k < v_.size(); ++k) {
-    if (summarize(t_[k]).median < summarize(t_[b]).median) b = k;
+  double best = 0;
+  for (std::size_t k = 0; k < v_.size(); ++k) {
+    const double m = summarize(t_[k]).median;
+    if (k == 0 || m < best) b = k, best = m;
   }
-  return v_.empty() ? ProbeVariant::kPlain : v_[b];
+  return b;
 }
 
-Timing ProbeFinalists::timing() const {
-  for (std::size_t k = 0; k < v_.size(); ++k) {
-    if (v_[k] == best()) return summarize(t_[k]);
-  }
-  return Timing{};
-}
+ProbeVariant ProbeFinalists::best() const { return v_.empty() ? ProbeVariant::kPlain : v_[best_index()]; }
+
+Timing ProbeFinalists::timing() const { return v_.empty() ? Timing{} : summarize(t_[best_index()]); }
 
 std::vector<double> load_average() {
   std::vector<double> l(3, 0.0);

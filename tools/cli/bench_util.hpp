@@ -93,9 +93,9 @@ class ProbeFinalists {
   void run();  // one timed run of each finalist
   ProbeVariant best() const;
   Timing timing() const;  // of best()
-  const std::vector<ProbeVariant>& variants() const { return v_; }
 
  private:
+  std::size_t best_index() const;
   std::vector<const ProbeSet*> sets_;
   int threads_;
   std::vector<ProbeVariant> v_;

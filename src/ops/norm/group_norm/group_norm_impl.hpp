@@ -97,9 +97,9 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 /// `pipeline`: the row-major groups, or a thread's channels-last units, are pipelined (Plan::pipeline): streamed
 /// float32 outputs where detail::overlap_passes says it pays for the `inputs` x-sized tensors the statistics pass reads
 /// (GroupNorm 1: x; GroupNormBackward 2: x and dy). `prefetched_pipeline`: the same beyond that limit where
-/// detail::overlap_prefetched_passes says the overlap pays with the statistics pass's prefetch on (row-major only:
-/// the plans take it there). The half types' passes are bound by their conversions, and
-/// overlapping them measured slower (docs/performance.md, "Overlapped passes").
+/// detail::overlap_prefetched_passes says the overlap pays with the statistics pass's prefetch on (row-major only). The
+/// half types' passes are bound by their conversions, and overlapping them measured slower (docs/performance.md,
+/// "Overlapped passes").
 struct Units {
   int threads = 1;
   int writers = 1;  ///< threads that write the output: min(threads, units), at least 1

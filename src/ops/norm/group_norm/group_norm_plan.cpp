@@ -67,7 +67,8 @@ Units split_units(const Shape& s, const Context& ctx, int inputs) {
   u.stream = (s.layout == Layout::kNCHW || u.cols == c) && bytes >= detail::stream_output_min_bytes(u.writers);
   const uint64_t input_bytes = bytes * static_cast<uint64_t>(inputs);
   u.pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_passes(input_bytes);
-  u.prefetched_pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_prefetched_passes(input_bytes);
+  u.prefetched_pipeline = u.stream && s.dtype == DType::kFloat32 && s.layout == Layout::kNCHW &&
+                          detail::overlap_prefetched_passes(input_bytes);
   return u;
 }
 
@@ -81,13 +82,12 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.scratch_bytes = scratch_bytes(static_cast<uint64_t>(cols));
   p.workspace_bytes = workspace_bytes(a, static_cast<uint64_t>(p.num_threads), p.scratch_bytes);
   p.stream_output = u.stream;
-  const bool rows_prefetched = u.prefetched_pipeline && a.layout == Layout::kNCHW;
-  p.pipeline = u.pipeline || rows_prefetched;
+  p.pipeline = u.pipeline || u.prefetched_pipeline;
   p.pair_rows = static_cast<uint64_t>(a.numel()) * dtype_size(a.dtype) <=
                 detail::l2_cache_bytes() * static_cast<uint64_t>(u.writers);
   // The CPU also enters the plan, here the two prefetch choices and in split_units the pipeline (the same bits either
   // way).
-  p.prefetch = detail::software_prefetch() || rows_prefetched;
+  p.prefetch = detail::software_prefetch() || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
   return p;
 }

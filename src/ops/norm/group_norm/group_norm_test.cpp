@@ -17,6 +17,7 @@
 #include "src/core/check.hpp"
 #include "src/core/layout.hpp"
 #include "src/ops/norm/group_norm/group_norm_impl.hpp"
+#include "src/ops/norm/group_norm/plan_test_util.hpp"
 #include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
 
@@ -356,15 +357,8 @@ TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
     p = gn::make_plan(a, Context{1});
     EXPECT_TRUE(p.stream_output);
     // Beyond the limit: overlapped only with the statistics pass's prefetch (Zen 5), and row-major only.
-    const bool prefetched = detail::overlap_prefetched_passes(static_cast<uint64_t>(a.hw) * 8);
-    EXPECT_EQ(p.pipeline, prefetched);
-    if (prefetched) {
-      EXPECT_TRUE(p.prefetch);
-    }
-    a.layout = gn::Layout::kNHWC;
-    p = gn::make_plan(a, Context{1});
-    EXPECT_FALSE(p.pipeline);
-    EXPECT_EQ(p.prefetch, detail::software_prefetch());
+    testing::expect_prefetched_pipeline_row_major_only(a, static_cast<uint64_t>(a.hw) * 8,
+                                                       [](const gn::Args& b) { return gn::make_plan(b, Context{1}); });
   }
 }
 

@@ -23,10 +23,10 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // Channels-last units are not pipelined as GroupNorm's are: tried (2026-12-03, Intel Xeon VM, [69, 320, 64, 64]
   // float32), ratio 0.50-0.51 unpipelined against 0.46-0.53, no gain; pass 1's column sums of two arrays are bound by
   // their own work, not by memory (docs/performance.md, "Channels-last samples pipelined").
-  p.pipeline = (u.pipeline || u.prefetched_pipeline) && a.layout == Layout::kNCHW;
+  p.pipeline = (u.pipeline && a.layout == Layout::kNCHW) || u.prefetched_pipeline;
   // The CPU also enters the plan, here the two prefetch choices and in split_units the stream threshold and the
   // pipeline (the same bits either way).
-  p.prefetch = detail::software_prefetch() || (u.prefetched_pipeline && a.layout == Layout::kNCHW);
+  p.prefetch = detail::software_prefetch() || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
   return p;
 }

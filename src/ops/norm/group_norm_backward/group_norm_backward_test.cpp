@@ -14,6 +14,7 @@
 #include "nnops/nnops.hpp"
 #include "src/core/check.hpp"
 #include "src/core/layout.hpp"
+#include "src/ops/norm/group_norm/plan_test_util.hpp"
 #include "src/ops/norm/group_norm_backward/group_norm_backward_impl.hpp"
 #include "tests/op_test_util.hpp"
 #include "tests/test_util.hpp"
@@ -290,16 +291,8 @@ TEST(GroupNormBackward, PlanOverlapsPassesByBothInputs) {
   gn_bwd::Plan p = gn_bwd::make_plan(a, Context{1});
   EXPECT_TRUE(p.stream_output);
   // Beyond the limit only with the statistics pass's prefetch (detail::overlap_prefetched_passes), row-major only.
-  const bool prefetched = detail::overlap_prefetched_passes(static_cast<uint64_t>(a.hw) * 16);
-  EXPECT_EQ(p.pipeline, prefetched);
-  if (prefetched) {
-    EXPECT_TRUE(p.prefetch);
-  }
-  a.layout = gn_bwd::Layout::kNHWC;
-  p = gn_bwd::make_plan(a, Context{1});
-  EXPECT_FALSE(p.pipeline);
-  EXPECT_EQ(p.prefetch, detail::software_prefetch());
-  a.layout = gn_bwd::Layout::kNCHW;
+  testing::expect_prefetched_pipeline_row_major_only(
+      a, static_cast<uint64_t>(a.hw) * 16, [](const gn_bwd::Args& b) { return gn_bwd::make_plan(b, Context{1}); });
   a.hw /= 2;
   EXPECT_EQ(gn_bwd::make_plan(a, Context{1}).pipeline, static_cast<uint64_t>(a.hw) * 8 >= one);
 }
