@@ -15,20 +15,36 @@ namespace nnops::detail {
 void init_dispatch();
 
 /// The CPUs whose kernels' memory choices (below) were measured to differ from the default: Intel (the Xeon VM of
-/// docs/performance.md) and AMD Zen 5 and later (family 0x1A+; an EPYC VM, "Zen 5" sections there). Everything
-/// else (Zen 4 included, whose L3 an earlier session found to serve one core far faster) keeps the defaults.
-enum class CpuKind { kIntel, kAmdZen5, kOther };
+/// docs/performance.md), AMD Zen 2 (family 0x17, which also holds Zen and Zen+ with the same 512 KiB L2 and victim
+/// L3; an EPYC Rome VM, "Zen 2" section there) and AMD Zen 5 and later (family 0x1A+; an EPYC VM, "Zen 5" sections
+/// there). Everything else (Zen 3 and Zen 4, family 0x19, whose L3 an earlier session found to serve one core far
+/// faster) keeps the defaults.
+enum class CpuKind { kIntel, kAmdZen2, kAmdZen5, kOther };
 CpuKind cpu_kind();
 const char* cpu_kind_name(CpuKind kind);
 
-/// Whether kernels issue software prefetches a fixed distance ahead of the arrays they stream (PowerSign's three
-/// arrays, the statistics passes of the GroupNorm family in row-major layout, channels-last output passes over
-/// whole rows); results never depend on it. Measured
-/// (docs/performance.md, "Software prefetch"): on an Intel Xeon, whose hardware prefetchers stop at 4 KiB pages,
-/// PowerSign float32 beyond cache 47.3 -> 40.4 ms a call and GroupNorm float32 76.1 -> 68.7 ms; on AMD Zen 4
-/// (an earlier session) a prefetch ahead of GroupNorm's statistics changed nothing, on Zen 5 nor did it with the
-/// passes overlapped. So: Intel CPUs only; NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides (for measuring).
-bool software_prefetch();
+/// The loops that may issue software prefetches a fixed distance ahead of the arrays they stream (software_prefetch's
+/// argument): PowerSign's one pass over its three arrays; the statistics passes of GroupNorm and GroupNormBackward in
+/// row-major layout and their channels-last output passes over whole rows; GroupNormalizationGrad's block sums over
+/// x, dy and gamma.
+enum class PrefetchLoop { kElementwise, kGroupStatistics, kBlockSums };
+inline constexpr PrefetchLoop kPrefetchLoops[] = {PrefetchLoop::kElementwise, PrefetchLoop::kGroupStatistics,
+                                                  PrefetchLoop::kBlockSums};
+const char* prefetch_loop_name(PrefetchLoop loop);
+
+/// Whether the loops of kind `loop` issue software prefetches; results never depend on it. Measured
+/// (docs/performance.md, "Software prefetch" and "Zen 2"):
+/// - Intel Xeon, whose hardware prefetchers stop at 4 KiB pages: PowerSign float32 beyond cache 47.3 -> 40.4 ms a
+///   call, GroupNorm float32 76.1 -> 68.7 ms. Every loop.
+/// - AMD Zen 2, beyond cache, one thread, three interleaved rounds: PowerSign float32 [53687092] 35.4-35.7 -> 32.4
+///   ms, GroupNorm float32 [103, 320, 64, 64] 65.1-65.4 -> 56.9-58.3 ms (adjacent buffers 70-73 -> 59-61),
+///   GroupNormBackward [69, 320, 64, 64] adjacent 60.4-60.7 -> 53.8-57.2 (with huge pages 50.9-51.8 -> 51.4-54.2),
+///   channels-last unchanged; GroupNormalizationGrad [256, 32, 8, 32, 32] lost (42.2-45.7 -> 48.2-49.1 ms), so its
+///   block sums do not.
+/// - AMD Zen 4 (an earlier session): a prefetch ahead of GroupNorm's statistics changed nothing; Zen 5 nor did it
+///   with the passes group by group. Off there.
+/// NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides every loop (for measuring).
+bool software_prefetch(PrefetchLoop loop);
 
 /// Whether the channels-last column sums (CanonColumnSums) prefetch the next block of rows into L1 (prefetcht0)
 /// rather than L2 (prefetcht1); results never depend on it. Measured (docs/performance.md, "Channels-last column
@@ -68,6 +84,10 @@ bool overlap_prefetched_passes(uint64_t input_bytes);
 /// - Intel: (L2 per core) x threads, the caches those threads could keep it in. On the Xeon VM GroupNorm float32
 ///   [2, 64, 16384] in L3 1.24 -> 0.68 ms a call and the UNet workload's forward 70 -> 41 ms, while outputs that
 ///   fit the L2 lost (0.19 -> 0.24 ns/element at 384 KiB).
+/// - AMD Zen 2: the same rule as Intel. The Stable Diffusion UNet workload (61 GroupNorm layers of 0.5 to 21 MiB),
+///   float32 with the prefetch on, one thread: forward 50 -> 40-41 ms, GroupNormBackward 65 -> 56-57 ms; on two
+///   threads (L2 x 2 against half the L3) forward 21.0-21.5 against 21.9-23.2 ms, GroupNormBackward 28.9-30.1 against
+///   30.5-31.6 ms.
 /// - AMD Zen 5: one thread, its L2; more, half the L3 (the output and the input it comes from both fit). One core
 ///   alone moves less through the L3 than to memory with streamed stores (GroupNorm float32 [2, 64, 16384], 8 MiB
 ///   out, one thread: 40.8 GB/s cached, 75.7 streamed with the passes overlapped; GroupNormalizationGrad [8, 8,
@@ -80,6 +100,8 @@ uint64_t stream_output_min_bytes(int threads);
 
 /// One core's L2 (bytes): Linux's sysfs, else glibc's sysconf, else 1 MiB.
 uint64_t l2_cache_bytes();
+/// The L3 (bytes) as cpu0 sees it: Linux's sysfs, else glibc's sysconf, else 32 MiB.
+uint64_t l3_cache_bytes();
 
 /// One of cpu0's data or unified caches as Linux's sysfs lists it (/sys/devices/system/cpu/cpu0/cache/index*).
 struct CacheInfo {

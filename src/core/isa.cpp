@@ -100,6 +100,7 @@ CpuKind detect_cpu_kind() {
   if (__builtin_cpu_is("amd") && __get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
     const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
     if (family >= 0x1A) return CpuKind::kAmdZen5;
+    if (family == 0x17) return CpuKind::kAmdZen2;
   }
 #endif
   return CpuKind::kOther;
@@ -123,11 +124,12 @@ uint64_t cache_bytes(int level, uint64_t fallback) {
 #endif
   return b > 0 ? static_cast<uint64_t>(b) : fallback;
 }
-uint64_t l3_bytes() {
+}  // namespace
+
+uint64_t l3_cache_bytes() {
   static const uint64_t b = cache_bytes(3, uint64_t{32} << 20);
   return b;
 }
-}  // namespace
 
 std::vector<CacheInfo> cpu0_caches() {
   std::vector<CacheInfo> out;
@@ -163,6 +165,8 @@ const char* cpu_kind_name(CpuKind kind) {
   switch (kind) {
     case CpuKind::kIntel:
       return "intel";
+    case CpuKind::kAmdZen2:
+      return "amd-zen2";
     case CpuKind::kAmdZen5:
       return "amd-zen5";
     default:
@@ -170,9 +174,28 @@ const char* cpu_kind_name(CpuKind kind) {
   }
 }
 
-bool software_prefetch() {
-  static const bool on = env_switch("NNOPS_SOFTWARE_PREFETCH").value_or(cpu_kind() == CpuKind::kIntel);
-  return on;
+const char* prefetch_loop_name(PrefetchLoop loop) {
+  switch (loop) {
+    case PrefetchLoop::kElementwise:
+      return "elementwise";
+    case PrefetchLoop::kGroupStatistics:
+      return "group statistics";
+    default:
+      return "block sums";
+  }
+}
+
+bool software_prefetch(PrefetchLoop loop) {
+  static const std::optional<bool> env = env_switch("NNOPS_SOFTWARE_PREFETCH");
+  if (env) return *env;
+  switch (cpu_kind()) {
+    case CpuKind::kIntel:
+      return true;
+    case CpuKind::kAmdZen2:
+      return loop != PrefetchLoop::kBlockSums;
+    default:
+      return false;
+  }
 }
 
 bool column_prefetch_l1() {
@@ -188,7 +211,7 @@ uint64_t overlap_passes_max_bytes() {
     case CpuKind::kIntel:
       return kAny;
     case CpuKind::kAmdZen5:
-      return l3_bytes() / 2;
+      return l3_cache_bytes() / 2;
     default:
       return 0;
   }
@@ -207,10 +230,11 @@ bool overlap_prefetched_passes(uint64_t input_bytes) {
 uint64_t stream_output_min_bytes(int threads) {
   static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");
   if (env) return std::strtoull(env, nullptr, 10);
-  const uint64_t l2 = l2_cache_bytes(), l3 = l3_bytes();
+  const uint64_t l2 = l2_cache_bytes(), l3 = l3_cache_bytes();
   const uint64_t writers = static_cast<uint64_t>(std::max(threads, 1));
   switch (cpu_kind()) {
     case CpuKind::kIntel:
+    case CpuKind::kAmdZen2:
       return l2 * writers;
     case CpuKind::kAmdZen5:
       return writers == 1 ? l2 : l3 / 2;

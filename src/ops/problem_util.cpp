@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "src/core/check.hpp"
+
 namespace nnops::ops {
 namespace {
 
@@ -76,9 +78,12 @@ void fill_group_stats(const detail::HostBuffer& x, detail::HostBuffer& mean, det
   }
 }
 
+double bench_l2_bytes() { return 0.75 * static_cast<double>(detail::l2_cache_bytes()); }
+double bench_l3_bytes() { return 0.5 * static_cast<double>(detail::l3_cache_bytes()); }
+
 std::vector<BenchCase> group_norm_bench_cases(DType t, int arrays) {
   const double s = static_cast<double>(dtype_size(t)) * arrays;
-  const int64_t l2 = static_cast<int64_t>(768.0 * 1024 / s), l3 = static_cast<int64_t>(16.0 * 1024 * 1024 / s);
+  const int64_t l2 = static_cast<int64_t>(bench_l2_bytes() / s), l3 = static_cast<int64_t>(bench_l3_bytes() / s);
   const int64_t n = static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (s * 320 * 64 * 64)));
   return {
       {"l2", {1, 64, l2 / 64}, {}, ""},

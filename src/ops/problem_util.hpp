@@ -33,10 +33,16 @@ std::vector<int64_t> shape_of(const TensorView& v);
 void fill_group_stats(const detail::HostBuffer& x, detail::HostBuffer& mean, detail::HostBuffer& rstd,
                       double eps = 1e-5);
 
+/// The bytes that the bench's in-cache size classes move a call on this machine: "l2" three quarters of one core's
+/// L2, "l3" half the L3 (768 KiB and 16 MiB on a CPU with a 1 MiB L2 and a 32 MiB L3), so that each class is in its
+/// cache on every CPU (a fixed 768 KiB was past the L2 of a Zen 2 core, 512 KiB).
+double bench_l2_bytes();
+double bench_l3_bytes();
+
 /// The benchmark cases of a GroupNorm-family operator that moves `arrays` tensors of x's size: L2- and
-/// L3-resident [N, 64, *] and, beyond cache, Stable Diffusion's first GroupNorm shape [N, 320, 64, 64] (groups
-/// of 10 channels, 160 KiB in float32: a group fits L2) with N so that a call moves at least 1 GiB, row-major
-/// and channels-last.
+/// L3-resident [N, 64, *] (bench_l2_bytes, bench_l3_bytes) and, beyond cache, Stable Diffusion's first GroupNorm shape
+/// [N, 320, 64, 64] (groups of 10 channels, 160 KiB in float32: a group fits L2) with N so that a call moves at least 1
+/// GiB, row-major and channels-last.
 std::vector<BenchCase> group_norm_bench_cases(DType t, int arrays);
 
 /// The value of scalar tensor `i` for this spec: spec.scalars[i] unless absent or NaN, else the default.

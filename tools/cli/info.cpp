@@ -36,7 +36,12 @@ int run_info() {
   std::printf("\n");
   // The CPU-dependent choices of the kernels (none changes a bit of a result; docs/performance.md).
   std::printf("cpu kind:       %s (the four choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
-  std::printf("prefetch:       %s (NNOPS_SOFTWARE_PREFETCH)\n", detail::software_prefetch() ? "on" : "off");
+  std::printf("prefetch:      ");
+  for (const detail::PrefetchLoop loop : detail::kPrefetchLoops) {
+    std::printf(" %s %s%s", detail::prefetch_loop_name(loop), detail::software_prefetch(loop) ? "on" : "off",
+                loop == detail::kPrefetchLoops[2] ? "" : ",");
+  }
+  std::printf(" (NNOPS_SOFTWARE_PREFETCH)\n");
   std::printf("column sums:    prefetch into %s (NNOPS_COLUMN_PREFETCH_L1)\n",
               detail::column_prefetch_l1() ? "L1" : "L2");
   const uint64_t overlap = detail::overlap_passes_max_bytes();

@@ -24,7 +24,7 @@ void expect_prefetched_pipeline_row_major_only(Args a, uint64_t input_bytes, con
   a.layout = decltype(a.layout)::kNHWC;
   p = make_plan(a);
   EXPECT_FALSE(p.pipeline);
-  EXPECT_EQ(p.prefetch, detail::software_prefetch());
+  EXPECT_EQ(p.prefetch, detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics));
 }
 
 }  // namespace nnops::testing

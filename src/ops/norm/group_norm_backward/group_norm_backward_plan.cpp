@@ -26,7 +26,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   p.pipeline = (u.pipeline && a.layout == Layout::kNCHW) || u.prefetched_pipeline;
   // The CPU also enters the plan, here the two prefetch choices and in split_units the stream threshold and the
   // pipeline (the same bits either way).
-  p.prefetch = detail::software_prefetch() || u.prefetched_pipeline;
+  p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics) || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
   return p;
 }

@@ -57,8 +57,8 @@ std::vector<BenchCase> bench_cases(DType t) {
   // "l2" fits one core's L2 with room to spare, "l3" the shared L3, "dram" moves at least 1 GiB per call in
   // groups of 8192 elements (each fits L2: the common case), "dram-big" has groups far larger than L2.
   return {
-      {"l2", {2, 4, static_cast<int64_t>(768.0 * 1024 / (4 * s) / 8)}, {}, ""},
-      {"l3", {8, 8, static_cast<int64_t>(16.0 * 1024 * 1024 / (4 * s) / 64)}, {}, ""},
+      {"l2", {2, 4, static_cast<int64_t>(bench_l2_bytes() / (4 * s) / 8)}, {}, ""},
+      {"l3", {8, 8, static_cast<int64_t>(bench_l3_bytes() / (4 * s) / 64)}, {}, ""},
       {"dram",
        {static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (4 * s) / (32.0 * 8192))), 32, 8, 32, 32},
        {},

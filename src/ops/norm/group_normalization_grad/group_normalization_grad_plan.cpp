@@ -36,7 +36,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   const uint64_t elem = dtype_size(a.dtype);
   p.stream_output = static_cast<uint64_t>(total) * elem >= detail::stream_output_min_bytes(p.num_threads);
   // The one input of the plan that is not the shape: the CPU (the results are the same bits either way).
-  p.prefetch = detail::software_prefetch();
+  p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kBlockSums);
   return p;
 }
 

@@ -34,8 +34,7 @@ Problem make_problem(const ProblemSpec& spec) {
 }
 
 detail::VerifyReport verify(const Problem& before, const Problem& after, int64_t sample) {
-  const Scalars s{before.t[kLr].get(0), before.t[kLogbase].get(0), before.t[kSignDecay].get(0),
-                  before.t[kBeta].get(0)};
+  const Scalars s{before.t[kLr].get(0), before.t[kLogbase].get(0), before.t[kSignDecay].get(0), before.t[kBeta].get(0)};
   return power_sign::verify(s, before.t[kVar], before.t[kM], before.t[kGrad], after.t[kVar], after.t[kM], sample);
 }
 
@@ -44,8 +43,8 @@ double bytes(const Problem& p) { return 5.0 * p.t[kVar].bytes(); }
 std::vector<BenchCase> bench_cases(DType t) {
   const double s = static_cast<double>(dtype_size(t));
   return {
-      {"l2", {static_cast<int64_t>(768.0 * 1024 / (3 * s))}, {}, ""},
-      {"l3", {static_cast<int64_t>(16.0 * 1024 * 1024 / (3 * s))}, {}, ""},
+      {"l2", {static_cast<int64_t>(bench_l2_bytes() / (3 * s))}, {}, ""},
+      {"l3", {static_cast<int64_t>(bench_l3_bytes() / (3 * s))}, {}, ""},
       {"dram", {static_cast<int64_t>(std::ceil(1024.0 * 1024 * 1024 / (5 * s)))}, {}, ""},
   };
 }
@@ -76,7 +75,8 @@ const OpDesc& desc_inplace_apply_power_sign() {
         "var -= lr * exp(logbase * sign_decay * sign(m)*sign(grad)) * grad";
     o.notes = "";
     o.tensors = {
-        {"var", Role::kInOut, DtypeRule::kT, false, false, "Variable, any shape; float32/float16/bfloat16; updated in place"},
+        {"var", Role::kInOut, DtypeRule::kT, false, false,
+         "Variable, any shape; float32/float16/bfloat16; updated in place"},
         {"m", Role::kInOut, DtypeRule::kT, false, false, "Momentum, shape and dtype of var; updated in place"},
         {"lr", Role::kIn, DtypeRule::kT, false, true, "Learning rate"},
         {"logbase", Role::kIn, DtypeRule::kT, false, true, "Log base"},

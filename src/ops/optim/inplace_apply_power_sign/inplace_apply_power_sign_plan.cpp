@@ -30,7 +30,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   }
   p.beta32 = static_cast<float>(p.beta);
   p.one_minus_beta32 = static_cast<float>(p.one_minus_beta);
-  p.prefetch = detail::software_prefetch();
+  p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kElementwise);
   const int64_t by_size = std::max<int64_t>(1, a.numel / kMinElementsPerThread);
   p.num_threads = static_cast<int>(std::min<int64_t>(by_size, resolve_num_threads(ctx)));
   return p;
