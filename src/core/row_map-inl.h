@@ -49,8 +49,7 @@ HWY_INLINE size_t MapHead(T* out, size_t n, bool stream, const F& f, const In*..
   const size_t N = hn::Lanes(df);
   size_t i = 0;
   if (stream) {
-    const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
-    const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+    const size_t head = StreamHead(out, n, stream);
     for (; i < head; i += std::min(N, head - i)) {
       const size_t r = std::min(N, head - i);
       f.With(df, [&](const auto& g)
@@ -128,6 +127,34 @@ class SideRow {
 template <typename T, class F, class... In>
 SideRow<T, F, In...> MakeSideRow(T* out, size_t n, bool stream, const F& f, const In*... in) {
   return SideRow<T, F, In...>(out, n, stream, f, in...);
+}
+
+// Channels-last output rows of bfloat16 (a unit's `cols` channels of rows `stride` apart, from out_row0) run as
+// Bf16PairMapAt's pairs from their stream head when every row's head is the same column: the unit's per-column
+// constants are then put in Bf16PairLayout's order from that column, which this returns; else kNoPairs (other types,
+// or streamed rows whose starts differ in their alignment), and the rows take the float32 vectors with the constants
+// as they are. Measured (AMD Zen 2, rows of 320 channels in L2): the GroupNorm output row 0.318 -> 0.160 ns/element,
+// as fast as the row-major pairs; the constants de-interleaved per vector instead were 0.300.
+constexpr size_t kNoPairs = ~size_t{0};
+template <typename T>
+HWY_INLINE size_t ColumnPairsFrom(const T* out_row0, size_t cols, size_t stride, bool stream) {
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    if (!stream || stride * sizeof(T) % kStreamAlign == 0) return StreamHead(out_row0, cols, stream);
+  }
+#endif
+  (void)out_row0, (void)cols, (void)stride, (void)stream;
+  return kNoPairs;
+}
+
+// Puts a unit's per-column constant arrays (`cols` floats each) in Bf16PairLayout's order from `from`, unless kNoPairs.
+template <class... K>
+HWY_INLINE void ColumnPairsLayout(size_t from, size_t cols, K*... k) {
+#if HWY_TARGET != HWY_SCALAR
+  if (from != kNoPairs) (Bf16PairLayout(hn::ScalableTag<float>(), k, from, cols), ...);
+#else
+  (void)from, (void)cols, ((void)k, ...);
+#endif
 }
 
 // A thread's groups [q0, q1) of a row-major kernel: for each group, st = stats(q, side_of) (its statistics pass;

@@ -14,11 +14,18 @@
 #define NNOPS_CORE_SIMD_CONVERT_INL_H_
 #endif
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <type_traits>
 
 #include "hwy/highway.h"
+
+// Lambdas handed to the maps below (and to row_map-inl.h's pieces) are forced inline where they are written with it.
+#ifndef NNOPS_LAMBDA_INLINE
+#define NNOPS_LAMBDA_INLINE __attribute__((always_inline))
+#endif
 
 HWY_BEFORE_NAMESPACE();
 namespace nnops {
@@ -161,6 +168,15 @@ HWY_INLINE void StoreF32(DF df, hn::Vec<DF> v, T* HWY_RESTRICT p) {
 // Stream would write 16 bytes, so those fall back to an ordinary store.
 constexpr size_t kStreamAlign = 64;
 
+// The elements of a row of n from `out` that come before its first kStreamAlign boundary, where the row is `stream`ed
+// (they are written with ordinary stores, the rest aligned); 0 otherwise.
+template <typename T>
+HWY_INLINE size_t StreamHead(const T* out, size_t n, bool stream) {
+  if (!stream) return 0;
+  const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
+  return std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+}
+
 template <class DF>
 HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
   hn::Stream(v, df, p);
@@ -235,23 +251,25 @@ HWY_INLINE hn::Vec<D16> Bf16JoinHigh(D16 d16, VU odd, VU even) {
 
 // out[k] = f(in0[k], in1[k], ...) for k in [i, n), in whole bfloat16 vectors (2 Lanes(df) elements each), as
 // even/odd pairs: one integer operation widens each float vector and one blend joins the results, instead of a
-// widening, a shift and a narrowing per vector. Returns where it stopped; the caller finishes the tail. f takes
-// one float vector per input and returns one, and must be elementwise; every input is read before out is
-// written, so out may be one of them. Rounds without the NaN fix-up (Bf16RoundedBitsShortNaN), so every NaN that
-// f returns must have zero low 16 bits (NaNs widened from bfloat16, the default NaN, NaN constants made
+// widening, a shift and a narrowing per vector. Returns where it stopped; the caller finishes the tail. g(k, v...)
+// takes one float vector per input and returns one, elementwise; k says which elements they are, for operations
+// whose constants differ from column to column: the pair's even elements come with k = its first index and its odd
+// ones with k + Lanes(df), so constants put in Bf16PairLayout's order are loaded from index k. Every input is read
+// before out is written, so out may be one of them. Rounds without the NaN fix-up (Bf16RoundedBitsShortNaN), so
+// every NaN that g returns must have zero low 16 bits (NaNs widened from bfloat16, the default NaN, NaN constants made
 // canonical). `stream`: non-temporal stores, out aligned to kStreamAlign at i.
-template <class DF, class F, class... In>
-HWY_INLINE size_t Bf16PairMap(DF df, hwy::bfloat16_t* out, size_t i, size_t n, bool stream, const F& f,
-                              const In*... in) {
+template <class DF, class G, class... In>
+HWY_INLINE size_t Bf16PairMapAt(DF df, hwy::bfloat16_t* out, size_t i, size_t n, bool stream, const G& g,
+                                const In*... in) {
   static_assert((std::is_same_v<In, hwy::bfloat16_t> && ...), "bfloat16 inputs");
   const hn::RebindToUnsigned<DF> du;
   const hn::Repartition<uint16_t, DF> du16;
-  const size_t N16 = hn::Lanes(du16);
+  const size_t N = hn::Lanes(df), N16 = hn::Lanes(du16);
   auto bits = [&](const hwy::bfloat16_t* p)
                   HWY_ATTR { return hn::BitCast(du, hn::LoadU(du16, reinterpret_cast<const uint16_t*>(p))); };
   auto pair = [&](size_t k) HWY_ATTR {
-    const auto even = Bf16RoundedBitsShortNaN(df, f(Bf16Even(du, bits(in + k))...));
-    const auto odd = Bf16RoundedBitsShortNaN(df, f(Bf16Odd(du, bits(in + k))...));
+    const auto even = Bf16RoundedBitsShortNaN(df, g(k, Bf16Even(du, bits(in + k))...));
+    const auto odd = Bf16RoundedBitsShortNaN(df, g(k + N, Bf16Odd(du, bits(in + k))...));
     return Bf16JoinHigh(du16, odd, even);
   };
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
@@ -261,6 +279,27 @@ HWY_INLINE size_t Bf16PairMap(DF df, hwy::bfloat16_t* out, size_t i, size_t n, b
     for (; i + N16 <= n; i += N16) hn::StoreU(pair(i), du16, o + i);
   }
   return i;
+}
+
+// Bf16PairMapAt for f(v...), the same at every element.
+template <class DF, class F, class... In>
+HWY_INLINE size_t Bf16PairMap(DF df, hwy::bfloat16_t* out, size_t i, size_t n, bool stream, const F& f,
+                              const In*... in) {
+  return Bf16PairMapAt(
+      df, out, i, n, stream, [&](size_t, auto... v) HWY_ATTR NNOPS_LAMBDA_INLINE { return f(v...); }, in...);
+}
+
+// Per-column constants k[0, n) put in the order Bf16PairMapAt loads them for pairs that start at `from`: each whole
+// block of 2 Lanes(df) columns from there holds its even columns, then its odd ones (columns before `from` and after
+// the last whole block stay where they are).
+template <class DF>
+HWY_INLINE void Bf16PairLayout(DF df, float* k, size_t from, size_t n) {
+  const size_t N = hn::Lanes(df);
+  float t[2 * kMaxF32Lanes];
+  for (size_t c = from; c + 2 * N <= n; c += 2 * N) {
+    for (size_t j = 0; j < 2 * N; ++j) t[j] = k[c + j];
+    for (size_t j = 0; j < N; ++j) k[c + j] = t[2 * j], k[c + N + j] = t[2 * j + 1];
+  }
 }
 #endif
 

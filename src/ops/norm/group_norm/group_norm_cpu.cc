@@ -94,20 +94,31 @@ struct NormalizeFn {
 
 // One row of a channels-last chunk: `cols` channels, each with its constants in the three arrays. `stream`:
 // non-temporal stores after a peel to their alignment (the chunk is whole rows, so the stores cover whole lines).
+// `pairs_from` (ColumnPairsFrom): bfloat16 pairs from that column, the constants in their order there.
 template <typename T>
 void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* a,
-                      const float* b, bool stream, bool prefetch) {
+                      const float* b, bool stream, bool prefetch, size_t pairs_from) {
+  (void)pairs_from;  // bfloat16 only
   const hn::ScalableTag<float> df;
   const auto one = AccOne(df);
   // One column with the vectors' float32 operations (a tail buffer per array would cost more than the row's
   // arithmetic on chunks of a few dozen channels).
   auto column = [&](size_t c) { FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c); };
   size_t c = 0;
-  if (stream) {
-    const size_t mis = (reinterpret_cast<uintptr_t>(out) % kStreamAlign) / sizeof(T);
-    const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
-    for (; c < head; ++c) column(c);
+  for (const size_t head = StreamHead(out, cols, stream); c < head; ++c) column(c);
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    if (c == pairs_from) {
+      c = Bf16PairMapAt(
+          df, out, c, cols, stream,
+          [&](size_t k, auto v) HWY_ATTR NNOPS_LAMBDA_INLINE {
+            if (prefetch) PrefetchStream(x + k, hn::Lanes(df) * sizeof(T));
+            return Normalize(df, v, hn::LoadU(df, mh + k), hn::LoadU(df, a + k), hn::LoadU(df, b + k), one);
+          },
+          x);
+    }
   }
+#endif
   c = F32Map(df, out, c, cols, stream, [&](size_t k) HWY_ATTR {
     if (prefetch) PrefetchStream(x + k, hn::Lanes(df) * sizeof(T));
     return Normalize(df, LoadF32(df, x + k), hn::LoadU(df, mh + k), hn::LoadU(df, a + k), hn::LoadU(df, b + k), one);
@@ -230,10 +241,21 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
 
 using gn::Chunk;
 
-// The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each.
+// The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each, and where its
+// rows' bfloat16 pairs start (ColumnPairsFrom: the constants are in their order from there).
 struct ColumnConsts {
   float *mh, *a, *b;
+  size_t* pairs_from;
 };
+
+// A unit's output rows: `stream` when the plan streams and the unit is whole rows.
+template <typename T>
+T* UnitOut(const Args& a, const Chunk& ch) {
+  return static_cast<T*>(a.out) + ch.n * a.hw * a.c + ch.c0;
+}
+HWY_INLINE bool UnitStreams(const Args& a, const Plan& p, const Chunk& ch) {
+  return p.stream_output && ch.cols == static_cast<size_t>(a.c);
+}
 
 // A unit's statistics (into the workspace's stats and the constants k), its column sums' side work from side(r0, r1)
 // (CanonColumnSums: before each block of rows).
@@ -306,6 +328,8 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
     kc.a[c] = k.a;
     kc.b[c] = k.b;
   }
+  *kc.pairs_from = ColumnPairsFrom(UnitOut<T>(a, ch), cols, stride, UnitStreams(a, p, ch));
+  ColumnPairsLayout(*kc.pairs_from, cols, kc.mh, kc.a, kc.b);
 }
 
 // Rows [r0, r1) of a unit's output.
@@ -313,12 +337,12 @@ template <typename T>
 void ChunkNHWCRows(const Args& a, const Plan& p, const Chunk& ch, const ColumnConsts& kc, size_t r0, size_t r1) {
   const size_t stride = static_cast<size_t>(a.c);
   const T* x = static_cast<const T*>(a.x) + ch.n * a.hw * a.c + ch.c0;
-  T* out = static_cast<T*>(a.out) + ch.n * a.hw * a.c + ch.c0;
-  const bool stream = p.stream_output && ch.cols == stride;
+  T* out = UnitOut<T>(a, ch);
+  const bool stream = UnitStreams(a, p, ch);
   // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
   const bool prefetch = p.prefetch && ch.cols == stride;
   for (size_t r = r0; r < r1; ++r) {
-    NormalizeColumns(x + r * stride, out + r * stride, ch.cols, kc.mh, kc.a, kc.b, stream, prefetch);
+    NormalizeColumns(x + r * stride, out + r * stride, ch.cols, kc.mh, kc.a, kc.b, stream, prefetch, *kc.pairs_from);
   }
 }
 
@@ -330,7 +354,9 @@ void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const doub
   // The constants' two sets after the accumulators and the per-column doubles (gn::scratch_bytes).
   float* f = reinterpret_cast<float*>(scratch + gn::round64(2 * 16 * cmax * 8) + gn::round64(4 * cmax * 8));
   const size_t fc = gn::round64(cmax * 4) / 4;
-  const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc}, {f + 3 * fc, f + 4 * fc, f + 5 * fc}};
+  size_t pairs_from[2] = {kNoPairs, kNoPairs};
+  const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc, &pairs_from[0]},
+                              {f + 3 * fc, f + 4 * fc, f + 5 * fc, &pairs_from[1]}};
   auto unit_stats = [&](int64_t u, int k, auto&& side) HWY_ATTR {
     ChunkNHWCStats<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), gamma, beta, stats, scratch, kc[k], side);
   };

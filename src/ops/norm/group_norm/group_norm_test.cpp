@@ -182,15 +182,16 @@ TEST(GroupNorm, ChannelsLastTargetsAndThreadsGiveTheSameBitsWhereOrderMatters) {
 TEST(GroupNorm, NaNsPropagateWhereTheReferenceHasThem) {
   // A NaN in x makes its group NaN; a NaN gamma or beta its channel. gamma and beta in float32 carry NaNs whose low
   // 16 payload bits are all ones, which a bfloat16 rounding without its NaN fix-up would carry into the sign (the
-  // kernels make NaN constants canonical first). Rows of 64 so that whole vectors of every width run.
+  // kernels make NaN constants canonical first). Rows of 64 and 32 channels (16 groups of 2), so that whole vectors of
+  // every width run in both layouts, channels-last bfloat16 rows as pairs.
   const uint32_t payloads[] = {0x7FFFFFFFu, 0xFFBFFFFFu};
   for (DType t : kDTypes) {
     for (bool cl : {false, true}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major"));
-      ops::Problem p = problem(t, {2, 8, 64}, 4, 30, false);
-      p.t[gn::kGamma] = HostBuffer(DType::kFloat32, {8});
-      p.t[gn::kBeta] = HostBuffer(DType::kFloat32, {8});
-      for (int64_t c = 0; c < 8; ++c) {
+      ops::Problem p = problem(t, {2, 32, 64}, 16, 30, false);
+      p.t[gn::kGamma] = HostBuffer(DType::kFloat32, {32});
+      p.t[gn::kBeta] = HostBuffer(DType::kFloat32, {32});
+      for (int64_t c = 0; c < 32; ++c) {
         p.t[gn::kGamma].set(c, 0.5 + 0.25 * static_cast<double>(c));
         p.t[gn::kBeta].set(c, 0.125 * static_cast<double>(c) - 0.5);
       }
@@ -401,38 +402,45 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
 // Every schedule the plan could pick gives the same bits: threads 1-3, streaming stores, software prefetch on and
 // off, row-major groups pipelined (each group's output beside the next group's statistics) or not, their channels'
 // statistics two at a time or one, channels-last chunks of 1 to 3 groups and of whole rows, streamed, with and
-// without the output pass's prefetch, units pipelined or not.
+// without the output pass's prefetch, units pipelined or not. The output starts one element past a line, so streamed
+// rows peel a head. Wide rows run bfloat16's channels-last pairs (ColumnPairsFrom): 64 channels from the head's end
+// (rows of 128 bytes, every row the same head) or from column 0 (not streamed); 40 channels streamed (rows of 80 bytes
+// whose heads differ) without them.
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
-    const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
-    ops::Problem want = before.clone();
-    ASSERT_TRUE(call(want, 1));
-    testing::for_each_isa([&](const std::string&) {
-      for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
-        for (int variant = 0; variant < 8; ++variant) {
-          for (int threads : {1, 2, 3}) {
-            SCOPED_TRACE(std::string(dtype_name(t)) + (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") +
-                         " variant " + std::to_string(variant) + " threads " + std::to_string(threads));
-            const ops::Problem p = run_plan(before, layout, threads, [&](const gn::Args& a, gn::Plan& plan) {
-              if (layout == gn::Layout::kNCHW) {
-                plan.stream_output = variant % 2;
-                plan.prefetch = variant / 2 % 2;
-                plan.pipeline = variant / 4;
-                plan.pair_rows = threads != 2;  // two channels' statistics at once, or one at a time
-              } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
-                plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
-                plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
-                plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
-                plan.prefetch = variant >= 6;
-                plan.pipeline = variant % 2 == 1;                // each unit's rows beside the next unit's column sums
-                plan.column_prefetch_l1 = variant / 2 % 2 == 1;  // the column sums' prefetch hint
-              }
-            });
-            EXPECT_TRUE(same_outputs(p, want));
+    for (auto [shape, groups] :
+         {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6}, {{2, 64, 3, 5}, 8}, {{2, 40, 3, 7}, 4}}) {
+      const ops::Problem before = problem(t, shape, groups, 22, false);
+      ops::Problem want = before.clone();
+      ASSERT_TRUE(call(want, 1));
+      testing::for_each_isa([&](const std::string&) {
+        for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
+          for (int variant = 0; variant < 8; ++variant) {
+            for (int threads : {1, 2, 3}) {
+              SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(shape[1]) +
+                           (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") + " variant " +
+                           std::to_string(variant) + " threads " + std::to_string(threads));
+              const ops::Problem p = run_plan(before, layout, threads, [&](const gn::Args& a, gn::Plan& plan) {
+                if (layout == gn::Layout::kNCHW) {
+                  plan.stream_output = variant % 2;
+                  plan.prefetch = variant / 2 % 2;
+                  plan.pipeline = variant / 4;
+                  plan.pair_rows = threads != 2;  // two channels' statistics at once, or one at a time
+                } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
+                  plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
+                  plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+                  plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+                  plan.prefetch = variant >= 6;
+                  plan.pipeline = variant % 2 == 1;  // each unit's rows beside the next unit's column sums
+                  plan.column_prefetch_l1 = variant / 2 % 2 == 1;  // the column sums' prefetch hint
+                }
+              });
+              EXPECT_TRUE(same_outputs(p, want));
+            }
           }
         }
-      }
-    });
+      });
+    }
   }
 }
 

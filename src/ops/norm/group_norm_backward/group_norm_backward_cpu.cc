@@ -108,9 +108,11 @@ struct DxFn {
 
 // One row of a channels-last chunk: per-column constants in the arrays. `stream`: as in MapRow (the chunk is
 // whole rows, so the stores cover whole lines).
+// `pairs_from` (ColumnPairsFrom): bfloat16 pairs from that column, the constants in their order there.
 template <typename T>
 void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
-               const float* k2, const float* k3, bool stream, bool prefetch) {
+               const float* k2, const float* k3, bool stream, bool prefetch, size_t pairs_from) {
+  (void)pairs_from;  // bfloat16 only
   const hn::ScalableTag<float> df;
   // One column with the vectors' float32 operations (dx may be dy: read, then write).
   const auto one = AccOne(df);
@@ -127,11 +129,24 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
               hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c), one);
   };
   size_t c = 0;
-  if (stream) {
-    const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
-    const size_t head = std::min(cols, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
-    for (; c < head; ++c) column(c);
+  for (const size_t head = StreamHead(dx, cols, stream); c < head; ++c) column(c);
+#if HWY_TARGET != HWY_SCALAR
+  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
+    if (c == pairs_from) {
+      c = Bf16PairMapAt(
+          df, dx, c, cols, stream,
+          [&](size_t k, auto vdy, auto vx) HWY_ATTR NNOPS_LAMBDA_INLINE {
+            if (prefetch) {
+              PrefetchStream(dy + k, hn::Lanes(df) * sizeof(T));
+              PrefetchStream(x + k, hn::Lanes(df) * sizeof(T));
+            }
+            return Dx(vdy, vx, hn::LoadU(df, mh + k), hn::LoadU(df, k1 + k), hn::LoadU(df, k2 + k),
+                      hn::LoadU(df, k3 + k), one);
+          },
+          dy, x);
+    }
   }
+#endif
   c = F32Map(df, dx, c, cols, stream, vec);  // reads each vector before writing it, as in-place dx needs
   for (; c < cols; ++c) column(c);
 }
@@ -225,7 +240,7 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
     const GroupConsts gc = Consts(s.mean[q], s.rstd[q], sa, sb, static_cast<double>(cpg * a.hw));
     for (int64_t c = 0; c < cpg; ++c) {
       mh[k + c] = gc.mean_hi;
-      k1[k + c] = static_cast<float>(gc.rstd * s.gamma[g * cpg + c]);
+      k1[k + c] = CanonicalNaN(static_cast<float>(gc.rstd * s.gamma[g * cpg + c]));  // as the row-major DxFn's
       k2[k + c] = gc.k2;
       k3[k + c] = gc.k3;
     }
@@ -234,8 +249,10 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   const bool stream = p.stream_output && cols == stride;
   // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
   const bool prefetch = p.prefetch && cols == stride;
+  const size_t pairs_from = ColumnPairsFrom(dx, cols, stride, stream);
+  ColumnPairsLayout(pairs_from, cols, mh, k1, k2, k3);
   for (size_t r = 0; r < rows; ++r) {
-    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3, stream, prefetch);
+    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3, stream, prefetch, pairs_from);
   }
 }
 

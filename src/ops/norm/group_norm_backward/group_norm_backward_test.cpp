@@ -187,17 +187,18 @@ TEST(GroupNormBackward, ChannelsLastTargetsThreadsAndInPlaceGiveTheSameBits) {
 TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
   // A NaN gamma makes its group's dx NaN (through a = sum gamma * sum dy), a NaN rstd its (n, g). Both in float32
   // with all-ones low payload bits, which a bfloat16 rounding without its NaN fix-up would carry into the sign
-  // (the kernels make NaN constants canonical first). Rows of 64 so that whole vectors of every width run.
+  // (the kernels make NaN constants canonical first). Rows of 64 and 32 channels (16 groups of 2), so that whole
+  // vectors of every width run in both layouts, channels-last bfloat16 rows as pairs.
   const uint32_t payloads[] = {0x7FFFFFFFu, 0xFFBFFFFFu};
   for (DType t : kDTypes) {
     for (bool cl : {false, true}) {
       SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major"));
-      ops::Problem p = problem(t, {2, 8, 64}, 4, 31, false);
-      p.t[gn_bwd::kGamma] = HostBuffer(DType::kFloat32, {8});
-      for (int64_t c = 0; c < 8; ++c) p.t[gn_bwd::kGamma].set(c, 0.5 + 0.25 * static_cast<double>(c));
+      ops::Problem p = problem(t, {2, 32, 64}, 16, 31, false);
+      p.t[gn_bwd::kGamma] = HostBuffer(DType::kFloat32, {32});
+      for (int64_t c = 0; c < 32; ++c) p.t[gn_bwd::kGamma].set(c, 0.5 + 0.25 * static_cast<double>(c));
       std::memcpy(static_cast<uint32_t*>(p.t[gn_bwd::kGamma].data()) + 2, &payloads[0], 4);  // group 1
       ASSERT_EQ(p.t[gn_bwd::kRstd].dtype(), DType::kFloat32);
-      std::memcpy(static_cast<uint32_t*>(p.t[gn_bwd::kRstd].data()) + 4 + 3, &payloads[1], 4);  // sample 1, group 3
+      std::memcpy(static_cast<uint32_t*>(p.t[gn_bwd::kRstd].data()) + 16 + 3, &payloads[1], 4);  // sample 1, group 3
       const ops::Problem before = p.clone();
       if (!cl) {
         expect_matches_reference(before);
@@ -216,68 +217,73 @@ TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
   }
 }
 
+// As GroupNorm's test of the name: wide rows run bfloat16's channels-last pairs from the stream head, from column 0, or
+// (40 channels streamed: rows whose heads differ) not at all; in place too.
 TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
-    const ops::Problem before = problem(t, {2, 12, 5, 41}, 6, 22, false);
-    ops::Problem want = before.clone();
-    ASSERT_TRUE(call(want, 1));
-    const std::vector<TensorView> v = before.views();
-    const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn_bwd::kDy].shape());
-    const testing::StridedCopy dys(before.t[gn_bwd::kDy], st), xs(before.t[gn_bwd::kX], st);
-    const size_t bytes = before.t[gn_bwd::kDx].bytes();
-    testing::for_each_isa([&](const std::string&) {
-      for (gn_bwd::Layout layout : {gn_bwd::Layout::kNCHW, gn_bwd::Layout::kNHWC}) {
-        const bool cl = layout == gn_bwd::Layout::kNHWC;
-        for (bool in_place : {false, true}) {
-          for (int variant = 0; variant < 8; ++variant) {
-            for (int threads : {1, 2, 3}) {
-              SCOPED_TRACE(std::string(dtype_name(t)) + (cl ? " channels-last" : " row-major") +
-                           (in_place ? " in place" : "") + " variant " + std::to_string(variant) + " threads " +
-                           std::to_string(threads));
-              gn_bwd::Args a;
-              ASSERT_TRUE(gn_bwd::check(v.data(), before.attrs, &a));
-              a.layout = layout;
-              if (cl) a.dy = dys.view().data(), a.x = xs.view().data();
-              gn_bwd::Plan plan = gn_bwd::make_plan(a, Context{3});
-              plan.num_threads = threads;
-              if (!cl) {
-                plan.stream_output = variant % 2;
-                plan.prefetch = variant / 2 % 2;
-                plan.pipeline = variant / 4;  // each group's dx beside the next group's pass 1
-              } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
-                plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
-                plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
-                plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
-                plan.prefetch = variant >= 6;
-                plan.column_prefetch_l1 = variant % 2 == 1;  // the column sums' prefetch hint
+    for (auto [shape, groups] :
+         {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6}, {{2, 64, 3, 5}, 8}, {{2, 40, 3, 7}, 4}}) {
+      const ops::Problem before = problem(t, shape, groups, 22, false);
+      ops::Problem want = before.clone();
+      ASSERT_TRUE(call(want, 1));
+      const std::vector<TensorView> v = before.views();
+      const std::vector<int64_t> st = testing::channels_last_strides(before.t[gn_bwd::kDy].shape());
+      const testing::StridedCopy dys(before.t[gn_bwd::kDy], st), xs(before.t[gn_bwd::kX], st);
+      const size_t bytes = before.t[gn_bwd::kDx].bytes();
+      testing::for_each_isa([&](const std::string&) {
+        for (gn_bwd::Layout layout : {gn_bwd::Layout::kNCHW, gn_bwd::Layout::kNHWC}) {
+          const bool cl = layout == gn_bwd::Layout::kNHWC;
+          for (bool in_place : {false, true}) {
+            for (int variant = 0; variant < 8; ++variant) {
+              for (int threads : {1, 2, 3}) {
+                SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(shape[1]) +
+                             (cl ? " channels-last" : " row-major") + (in_place ? " in place" : "") + " variant " +
+                             std::to_string(variant) + " threads " + std::to_string(threads));
+                gn_bwd::Args a;
+                ASSERT_TRUE(gn_bwd::check(v.data(), before.attrs, &a));
+                a.layout = layout;
+                if (cl) a.dy = dys.view().data(), a.x = xs.view().data();
+                gn_bwd::Plan plan = gn_bwd::make_plan(a, Context{3});
+                plan.num_threads = threads;
+                if (!cl) {
+                  plan.stream_output = variant % 2;
+                  plan.prefetch = variant / 2 % 2;
+                  plan.pipeline = variant / 4;  // each group's dx beside the next group's pass 1
+                } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
+                  plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
+                  plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+                  plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+                  plan.prefetch = variant >= 6;
+                  plan.column_prefetch_l1 = variant % 2 == 1;  // the column sums' prefetch hint
+                }
+                // Scratch for whole-row chunks and 3 threads.
+                plan.scratch_bytes = gn_bwd::scratch_bytes(static_cast<uint64_t>(a.c));
+                plan.workspace_bytes = gn_bwd::workspace_bytes(a, 3, plan.scratch_bytes);
+                ops::Problem p = before.clone();
+                std::vector<unsigned char> raw(bytes + 256);
+                unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+                if (in_place) {
+                  std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
+                  a.dy = out;
+                }
+                a.dx = out;
+                a.dgamma = p.t[gn_bwd::kDgamma].view();
+                a.dbeta = p.t[gn_bwd::kDbeta].view();
+                HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
+                gn_bwd::run(plan, a, ws.data());
+                if (!cl) {
+                  std::memcpy(p.t[gn_bwd::kDx].data(), out, bytes);
+                } else {
+                  const TensorView ov = TensorView::strided(out, t, before.t[gn_bwd::kDy].shape().data(), st.data(), 4);
+                  detail::gather_dense(ov, p.t[gn_bwd::kDx].data());
+                }
+                EXPECT_TRUE(same_outputs(p, want));
               }
-              // Scratch for whole-row chunks and 3 threads.
-              plan.scratch_bytes = gn_bwd::scratch_bytes(static_cast<uint64_t>(a.c));
-              plan.workspace_bytes = gn_bwd::workspace_bytes(a, 3, plan.scratch_bytes);
-              ops::Problem p = before.clone();
-              std::vector<unsigned char> raw(bytes + 256);
-              unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
-              if (in_place) {
-                std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
-                a.dy = out;
-              }
-              a.dx = out;
-              a.dgamma = p.t[gn_bwd::kDgamma].view();
-              a.dbeta = p.t[gn_bwd::kDbeta].view();
-              HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
-              gn_bwd::run(plan, a, ws.data());
-              if (!cl) {
-                std::memcpy(p.t[gn_bwd::kDx].data(), out, bytes);
-              } else {
-                const TensorView ov = TensorView::strided(out, t, before.t[gn_bwd::kDy].shape().data(), st.data(), 4);
-                detail::gather_dense(ov, p.t[gn_bwd::kDx].data());
-              }
-              EXPECT_TRUE(same_outputs(p, want));
             }
           }
         }
-      }
-    });
+      });
+    }
   }
 }
 

@@ -377,8 +377,7 @@ HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY
   size_t i = 0;
   if (stream) {
     // Peel to the alignment non-temporal stores need.
-    const size_t mis = (reinterpret_cast<uintptr_t>(dx) % kStreamAlign) / sizeof(T);
-    const size_t head = std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
+    const size_t head = StreamHead(dx, n, stream);
     for (; i < head; i += std::min(N, head - i)) f_partial(i, std::min(N, head - i));
   }
 #if HWY_TARGET != HWY_SCALAR
