@@ -65,6 +65,7 @@ bool column_prefetch_l1();
 ///   float32 [2, 64, 16384] streamed, one thread, 48.5 -> 75.7 GB/s; from memory both ways it lost
 ///   ([103, 320, 64, 64] 34.5 -> 28 GB/s, GroupNormBackward [69, 320, 64, 64] 37 -> 26) unless the statistics pass
 ///   prefetches ahead (overlap_prefetched_passes).
+/// - AMD Zen 2: row-major only, in bursts, through overlap_prefetched_passes (overlap_burst_steps).
 /// - Elsewhere off (an earlier session found a similar interleave in GroupNormalizationGrad slower on Zen 4).
 /// NNOPS_OVERLAP_PASSES=0 or 1 overrides (any size).
 bool overlap_passes(uint64_t input_bytes);
@@ -72,12 +73,25 @@ bool overlap_passes(uint64_t input_bytes);
 uint64_t overlap_passes_max_bytes();
 
 /// Whether a row-major statistics pass that reads `input_bytes` beyond overlap_passes' limit still overlaps the passes,
-/// with a software prefetch (PrefetchStream) ahead of its rows; results never depend on it. AMD Zen 5 only, where
+/// with a software prefetch (PrefetchStream) ahead of its rows; results never depend on it. AMD Zen 2 at any size (see
+/// overlap_burst_steps), and AMD Zen 5, where
 /// without the prefetch the overlap lost from memory and with it both operators gain, 4 rounds each, one thread,
 /// ratio to the probe (docs/performance.md, "Zen 5, 2026-12-04"): GroupNorm float32 [103, 320, 64, 64] 0.70-0.71 ->
 /// 0.82-0.93, GroupNormBackward [69, 320, 64, 64] 0.77-0.89 -> 0.82-0.93; the prefetch alone changed nothing
 /// (0.76-0.78). NNOPS_OVERLAP_PASSES=0 turns it off with the overlap; =1 overlaps at any size without it.
 bool overlap_prefetched_passes(uint64_t input_bytes);
+
+/// How an overlapped pass paces the output it writes beside the statistics pass (Plan::pipeline_burst): after every
+/// `n` steps of the statistics (16 elements each), the output of n steps at once; results never depend on it. 1 (step
+/// by step) but on AMD Zen 2, where that interleaving of non-temporal stores with the loads doubled the time
+/// (GroupNorm [103, 320, 64, 64] float32, one thread, 54.7 ms group by group, 101.5 ms overlapped step by step) and
+/// bursts of 8 to 16 steps (512 bytes to 1 KiB of float32 output) halved it instead: 40.8-41.5 ms; GroupNormBackward
+/// [69, 320, 64, 64] 53.3 -> 38.9 ms, the UNet workload's forward 39.8 -> 32.6 ms and backward 56.3 -> 44.7 ms
+/// (docs/performance.md, "Zen 2"). There: 16, and the row-major passes overlap at every size that streams
+/// (overlap_prefetched_passes), with their prefetch; channels-last units stay unpipelined (UNet's channels-last forward
+/// 50.2 -> 54.7 ms pipelined). NNOPS_OVERLAP_PASSES=0 turns the overlap off; =1 overlaps both layouts, still in
+/// these bursts.
+int overlap_burst_steps();
 
 /// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call that
 /// `threads` threads write; results never depend on it. Measured (docs/performance.md):

@@ -224,8 +224,18 @@ bool overlap_passes(uint64_t input_bytes) {
 
 bool overlap_prefetched_passes(uint64_t input_bytes) {
   static const bool env_set = env_switch("NNOPS_OVERLAP_PASSES").has_value();
-  return !env_set && cpu_kind() == CpuKind::kAmdZen5 && input_bytes > overlap_passes_max_bytes();
+  if (env_set) return false;
+  switch (cpu_kind()) {
+    case CpuKind::kAmdZen2:
+      return true;
+    case CpuKind::kAmdZen5:
+      return input_bytes > overlap_passes_max_bytes();
+    default:
+      return false;
+  }
 }
+
+int overlap_burst_steps() { return cpu_kind() == CpuKind::kAmdZen2 ? 16 : 1; }
 
 uint64_t stream_output_min_bytes(int threads) {
   static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");

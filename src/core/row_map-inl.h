@@ -90,16 +90,25 @@ void MapRow(T* out, size_t n, bool stream, const F& f, const In*... in) {
   MapTail(out, i, n, f, in...);
 }
 
-// MapRow as the side work of another row's sums (CanonRowSums' `side`): one step of whole vectors each time the
-// sums have passed it, the rest in Finish.
+// MapRow as the side work of another row's sums (CanonRowSums' `side`, called before each of its steps of kCanonLanes
+// elements): `burst` steps of whole vectors (two each) after every `burst` steps of the sums, while the output has not
+// passed them; the rest in Finish.
 template <typename T, class F, class... In>
 class SideRow {
  public:
-  SideRow(T* out, size_t n, bool stream, const F& f, const In*... in)
-      : out_(out), n_(n), stream_(stream), f_(f), in_(in...), i_(MapHead(out, n, stream, f, in...)) {}
+  SideRow(T* out, size_t n, bool stream, size_t burst, const F& f, const In*... in)
+      : out_(out),
+        n_(n),
+        stream_(stream),
+        burst_(std::max<size_t>(burst, 1)),
+        f_(f),
+        in_(in...),
+        i_(MapHead(out, n, stream, f, in...)) {}
   HWY_INLINE void operator()(size_t sums_at) {
     const size_t step = 2 * hn::Lanes(hn::ScalableTag<float>());
-    if (i_ <= sums_at && i_ + step <= n_) i_ = Body(i_ + step);
+    if (i_ > sums_at || (sums_at / kCanonLanes) % burst_ != 0) return;
+    const size_t steps = std::min(burst_, (n_ - i_) / step);
+    if (steps > 0) i_ = Body(i_ + steps * step);
   }
   HWY_INLINE void Finish() {
     Finish(std::index_sequence_for<In...>());
@@ -119,14 +128,15 @@ class SideRow {
   T* out_;
   size_t n_;
   bool stream_;
+  size_t burst_;
   F f_;
   std::tuple<const In*...> in_;
   size_t i_;
 };
 
 template <typename T, class F, class... In>
-SideRow<T, F, In...> MakeSideRow(T* out, size_t n, bool stream, const F& f, const In*... in) {
-  return SideRow<T, F, In...>(out, n, stream, f, in...);
+SideRow<T, F, In...> MakeSideRow(T* out, size_t n, bool stream, size_t burst, const F& f, const In*... in) {
+  return SideRow<T, F, In...>(out, n, stream, burst, f, in...);
 }
 
 // Channels-last output rows of bfloat16 (a unit's `cols` channels of rows `stride` apart, from out_row0) run as

@@ -45,8 +45,13 @@ int run_info() {
   std::printf("column sums:    prefetch into %s (NNOPS_COLUMN_PREFETCH_L1)\n",
               detail::column_prefetch_l1() ? "L1" : "L2");
   const uint64_t overlap = detail::overlap_passes_max_bytes();
-  if (overlap == 0 || overlap == ~uint64_t{0})
-    std::printf("overlap passes: %s (NNOPS_OVERLAP_PASSES)\n", overlap == 0 ? "off" : "on");
+  const int burst = detail::overlap_burst_steps();
+  const std::string bursts = burst > 1 ? ", the output in bursts of " + std::to_string(burst) + " steps" : "";
+  if (overlap == 0 && detail::overlap_prefetched_passes(1))
+    std::printf("overlap passes: row-major, with the prefetch%s (NNOPS_OVERLAP_PASSES)\n", bursts.c_str());
+  else if (overlap == 0 || overlap == ~uint64_t{0})
+    std::printf("overlap passes: %s%s (NNOPS_OVERLAP_PASSES)\n", overlap == 0 ? "off" : "on",
+                overlap ? bursts.c_str() : "");
   else
     std::printf("overlap passes: on while the inputs fit %.1f MiB%s (NNOPS_OVERLAP_PASSES)\n",
                 static_cast<double>(overlap) / (1 << 20),

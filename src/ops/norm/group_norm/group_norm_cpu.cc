@@ -225,7 +225,7 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
 // GroupNormBackward's pass 1 (four streams) measured no faster paired in cache (docs/performance.md).
 template <typename T>
 void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, const double* beta, double* stats,
-                double* scratch, bool stream, bool prefetch, bool pipeline, bool pair) {
+                double* scratch, bool stream, bool prefetch, bool pipeline, size_t burst, bool pair) {
   const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw);
   auto group_stats = [&](int64_t q, const auto& side_of) {
@@ -234,7 +234,7 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
   auto row_of = [&](int64_t q, int64_t c, const GroupStats& st) {
     const int64_t ch = st.c0 + c, offset = (q * cpg + c) * a.hw;
     const NormalizeFn f{Consts(st.mean, st.rstd, gamma[ch], beta[ch])};
-    return MakeSideRow(static_cast<T*>(a.out) + offset, hw, stream, f, static_cast<const T*>(a.x) + offset);
+    return MakeSideRow(static_cast<T*>(a.out) + offset, hw, stream, burst, f, static_cast<const T*>(a.x) + offset);
   };
   PipelineGroups(q0, q1, cpg, pipeline, group_stats, row_of);
 }
@@ -380,7 +380,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     if (a.layout == Layout::kNCHW) {
       GroupsNCHW<T>(a, u0, u1, gamma, beta, stats, reinterpret_cast<double*>(scratch), p.stream_output, p.prefetch,
-                    p.pipeline, p.pair_rows);
+                    p.pipeline, static_cast<size_t>(p.pipeline_burst), p.pair_rows);
     } else {
       ChunksNHWC<T>(a, p, u0, u1, gamma, beta, stats, scratch, p.pipeline);
     }

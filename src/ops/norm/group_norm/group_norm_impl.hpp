@@ -74,6 +74,9 @@ struct Plan {
   /// do not depend on it). Channels-last (streamed float32 chunks of whole rows): a unit's output rows written
   /// beside the next unit's column sums, one block of rows at a time.
   bool pipeline = false;
+  /// Row-major pipeline: the output follows the statistics in bursts of this many of their steps
+  /// (detail::overlap_burst_steps; the bits do not depend on it).
+  int pipeline_burst = 1;
   /// Row-major: the statistics take two channels at once (CanonRowSumsPair) where x fits the writing threads' L2s
   /// (detail::l2_cache_bytes), so is likely still in cache: there they measured faster, from memory slower (the bits
   /// do not depend on it; docs/performance.md, Zen 5).

@@ -89,6 +89,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // way).
   p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics) || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
+  p.pipeline_burst = detail::overlap_burst_steps();
   return p;
 }
 

@@ -190,7 +190,8 @@ GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, 
 
 // A thread's row-major groups [q0, q1): pass 1, then dx (if asked for; see PipelineGroups for `pipeline`).
 template <typename T>
-void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool stream, bool prefetch, bool pipeline) {
+void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool stream, bool prefetch, bool pipeline,
+                size_t burst) {
   const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw);
   auto sums = [&](int64_t q, const auto& side_of) { return GroupNCHWSums<T>(a, s, q, prefetch, side_of); };
@@ -198,7 +199,7 @@ void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool str
     const GroupConsts& k = g.k;
     const int64_t off = (q * cpg + c) * a.hw;
     const DxFn f{k.mean_hi, CanonicalNaN(static_cast<float>(k.rstd * s.gamma[g.c0 + c])), k.k2, k.k3};
-    return MakeSideRow(static_cast<T*>(a.dx) + off, hw, stream, f, static_cast<const T*>(a.dy) + off,
+    return MakeSideRow(static_cast<T*>(a.dx) + off, hw, stream, burst, f, static_cast<const T*>(a.dy) + off,
                        static_cast<const T*>(a.x) + off);
   };
   PipelineGroups(q0, q1, a.dx == nullptr ? 0 : cpg, pipeline, sums, row_of);
@@ -275,7 +276,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     if (a.layout == Layout::kNCHW) {
-      GroupsNCHW<T>(a, s, u0, u1, p.stream_output, p.prefetch, p.pipeline);
+      GroupsNCHW<T>(a, s, u0, u1, p.stream_output, p.prefetch, p.pipeline, static_cast<size_t>(p.pipeline_burst));
     } else {
       for (int64_t u = u0; u < u1; ++u) ChunkNHWC<T>(a, p, s, u, scratch);
     }

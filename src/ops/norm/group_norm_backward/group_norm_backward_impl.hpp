@@ -58,6 +58,7 @@ struct Plan {
   bool column_prefetch_l1 = false;
   /// Row-major: each group's dx written while the next group's pass 1 reads that group in (see gn::Plan).
   bool pipeline = false;
+  int pipeline_burst = 1;  ///< see gn::Plan
 };
 
 /// A thread's scratch for units of `cols` channels: 2 x 16 lane accumulators per column, the columns' means, then the

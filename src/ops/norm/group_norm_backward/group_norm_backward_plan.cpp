@@ -28,6 +28,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // pipeline (the same bits either way).
   p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics) || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
+  p.pipeline_burst = detail::overlap_burst_steps();
   return p;
 }
 
