@@ -418,6 +418,7 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     for (auto [shape, groups] :
          {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6}, {{2, 64, 3, 5}, 8}, {{2, 40, 3, 7}, 4}}) {
+      const int64_t channels = shape[1];  // (a lambda cannot capture a structured binding in C++17)
       const ops::Problem before = problem(t, shape, groups, 22, false);
       ops::Problem want = before.clone();
       ASSERT_TRUE(call(want, 1));
@@ -425,7 +426,7 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
         for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
           for (int variant = 0; variant < 8; ++variant) {
             for (int threads : {1, 2, 3}) {
-              SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(shape[1]) +
+              SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(channels) +
                            (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") + " variant " +
                            std::to_string(variant) + " threads " + std::to_string(threads));
               const ops::Problem p = run_plan(before, layout, threads, [&](const gn::Args& a, gn::Plan& plan) {

@@ -223,6 +223,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     for (auto [shape, groups] :
          {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6}, {{2, 64, 3, 5}, 8}, {{2, 40, 3, 7}, 4}}) {
+      const int64_t channels = shape[1];  // (a lambda cannot capture a structured binding in C++17)
       const ops::Problem before = problem(t, shape, groups, 22, false);
       ops::Problem want = before.clone();
       ASSERT_TRUE(call(want, 1));
@@ -236,7 +237,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
           for (bool in_place : {false, true}) {
             for (int variant = 0; variant < 8; ++variant) {
               for (int threads : {1, 2, 3}) {
-                SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(shape[1]) +
+                SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(channels) +
                              (cl ? " channels-last" : " row-major") + (in_place ? " in place" : "") + " variant " +
                              std::to_string(variant) + " threads " + std::to_string(threads));
                 gn_bwd::Args a;
