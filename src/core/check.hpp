@@ -93,6 +93,12 @@ bool overlap_prefetched_passes(uint64_t input_bytes);
 /// these bursts.
 int overlap_burst_steps();
 
+/// Whether GroupNormalizationGrad writes a group's streamed float32 dx while the next group's block sums read that
+/// group in (gn_grad::Plan::pipeline), in overlap_burst_steps' bursts, where a group's inputs fit the L2; results never
+/// depend on it. AMD Zen 2 only (docs/performance.md, "Zen 2"); an earlier session found a step-by-step interleave
+/// slower on Zen 4, and no other CPU was measured with bursts. NNOPS_OVERLAP_PASSES=0 or 1 overrides.
+bool overlap_block_sums();
+
 /// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call that
 /// `threads` threads write; results never depend on it. Measured (docs/performance.md):
 /// - Intel: (L2 per core) x threads, the caches those threads could keep it in. On the Xeon VM GroupNorm float32

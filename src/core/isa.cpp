@@ -237,6 +237,12 @@ bool overlap_prefetched_passes(uint64_t input_bytes) {
 
 int overlap_burst_steps() { return cpu_kind() == CpuKind::kAmdZen2 ? 16 : 1; }
 
+bool overlap_block_sums() {
+  static const std::optional<bool> env = env_switch("NNOPS_OVERLAP_PASSES");
+  if (env) return *env;
+  return cpu_kind() == CpuKind::kAmdZen2;
+}
+
 uint64_t stream_output_min_bytes(int threads) {
   static const char* env = std::getenv("NNOPS_STREAM_MIN_BYTES");
   if (env) return std::strtoull(env, nullptr, 10);

@@ -35,7 +35,7 @@ int run_info() {
   if (usable > 0) std::printf(" (%d usable by this process)", usable);
   std::printf("\n");
   // The CPU-dependent choices of the kernels (none changes a bit of a result; docs/performance.md).
-  std::printf("cpu kind:       %s (the four choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
+  std::printf("cpu kind:       %s (the choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
   std::printf("prefetch:      ");
   for (const detail::PrefetchLoop loop : detail::kPrefetchLoops) {
     std::printf(" %s %s%s", detail::prefetch_loop_name(loop), detail::software_prefetch(loop) ? "on" : "off",
@@ -56,6 +56,9 @@ int run_info() {
     std::printf("overlap passes: on while the inputs fit %.1f MiB%s (NNOPS_OVERLAP_PASSES)\n",
                 static_cast<double>(overlap) / (1 << 20),
                 detail::overlap_prefetched_passes(overlap + 1) ? ", beyond with the row-major prefetch" : "");
+  std::printf(
+      "overlap sums:   GroupNormalizationGrad's dx beside the next group's block sums: %s (NNOPS_OVERLAP_PASSES)\n",
+      detail::overlap_block_sums() ? "on" : "off");
   const int threads = resolve_num_threads(Context{});
   std::printf("stream outputs: from %.1f MiB on 1 thread, %.1f MiB on %d (NNOPS_STREAM_MIN_BYTES)\n",
               static_cast<double>(detail::stream_output_min_bytes(1)) / (1 << 20),

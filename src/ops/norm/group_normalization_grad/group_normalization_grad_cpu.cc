@@ -13,9 +13,10 @@
 // Pass 2 is float32:
 //   dx_i = gamma_i * ((rstd*dy_i - k0) + k1*(mean - x_i)),  k0 = rstd*s1/M,  k1 = rstd^3*S/M,
 // which is docs/semantics.md's (rstd/M)*gamma*(M*dy - s1 - xhat*s2) with s2 = rstd*S, regrouped so that each
-// element costs one subtraction, one multiply and two fused multiply-adds (NB in GnGradApply). bfloat16
+// element costs one subtraction, one multiply and two fused multiply-adds (NB at GnGradFn). bfloat16
 // vectors are split into even and odd elements (one integer operation per float vector each way) in both
-// passes.
+// passes. Where the plan says so (gn_grad::Plan::pipeline: AMD Zen 2), a thread's whole groups are pipelined: group
+// q's pass 2 runs in bursts beside group q + 1's pass 1 (PipelineGroups, src/core/row_map-inl.h), the same operations.
 
 #include <algorithm>
 #include <cmath>
@@ -35,6 +36,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/core/fp_pipes-inl.h"
+#include "src/core/row_map-inl.h"
 #include "src/core/simd_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
@@ -153,9 +155,9 @@ HWY_INLINE void PrefetchBlock(const T* x, const T* dy, const T* gamma, size_t i,
 //  2: bfloat16 fast path, dy*gamma in float32 on even/odd lane pairs of a 4 L-element vector: accumulator
 //     2 b + e, lane d holds virtual lane 2 L b + 2 d + e (e = 0 even, 1 odd). Returns false, leaving *s1
 //     and *s unset, if the block needs path 0 (a product could leave float32's normal range).
-template <size_t L, int kPath, typename T>
+template <size_t L, int kPath, typename T, class Side>
 HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
-                           double mean, double* s1, double* s, bool prefetch) {
+                           double mean, double* s1, double* s, bool prefetch, Side& side) {
   constexpr size_t K = kSumLanes / L;
   static_assert(K == 2 || K == 4 || K == 8, "2, 4 or 8 lanes");
   const GnDD dd;
@@ -170,6 +172,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
   size_t i = 0;
   if constexpr (kPath == 0) {
     for (; i + kStep <= n; i += kStep) {
+      side(i);
       if (prefetch) PrefetchBlock(x, dy, gamma, i, kStep);
 #define NNOPS_GN_WIDE(J)                                                                                               \
   NNOPS_GN_ADD(                                                                                                        \
@@ -187,6 +190,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     }
   } else if constexpr (kPath == 1) {
     for (; i + kStep <= n; i += kStep) {
+      side(i);
       if (prefetch) PrefetchBlock(x, dy, gamma, i, kStep);
         // Float vector q covers accumulators 2q and 2q + 1.
 #define NNOPS_GN_F16(J)                                                                          \
@@ -235,6 +239,7 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
     auto vmin = hn::Set(du16, 0xFFFFu);
     const auto one = hn::Set(du16, 1u);
     for (; i + kStep <= n; i += kStep) {
+      side(i);
       if (prefetch) PrefetchBlock(x, dy, gamma, i, kStep);
         // 16-bit vector v (4 L elements) feeds accumulators 2 b + e; its half h starts at element
         // (4 L v + 2 L h) mod 16 = 2 L b of the step's lanes. With L = 8 both halves are b = 0: the lower is
@@ -313,84 +318,67 @@ HWY_INLINE bool BlockSumsL(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, co
 #undef NNOPS_GN_FOR_K
 #undef NNOPS_GN_ADD
 
-template <size_t L, typename T>
+// A bfloat16 block that falls back to path 0 runs its side work there again: a side that has passed an element does
+// nothing there (SideRow).
+template <size_t L, typename T, class Side>
 HWY_INLINE void BlockSumsTyped(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma, size_t n,
-                               double mean, double* s1, double* s, bool pf) {
+                               double mean, double* s1, double* s, bool pf, Side& side) {
   if constexpr (std::is_same_v<T, hwy::float16_t>) {
-    BlockSumsL<L, 1>(x, dy, gamma, n, mean, s1, s, pf);
+    BlockSumsL<L, 1>(x, dy, gamma, n, mean, s1, s, pf, side);
   } else if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    if (!BlockSumsL<L, 2>(x, dy, gamma, n, mean, s1, s, pf)) BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s, false);
+    if (!BlockSumsL<L, 2>(x, dy, gamma, n, mean, s1, s, pf, side)) {
+      BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s, false, side);
+    }
   } else {
-    BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s, pf);
+    BlockSumsL<L, 0>(x, dy, gamma, n, mean, s1, s, pf, side);
   }
 }
 #endif
 
 // Pass 1 over n elements of one block: *s1 = sum dy*gamma, *s = sum dy*gamma*(x - mean), float64, in the
 // order of the NB above. `prefetch`: PrefetchStream ahead of the three arrays (the bits do not depend on it).
-template <typename T>
+// `side(i)` runs before each vector step from element i: the pipeline's dx of the previous group (SideRow), which
+// touches none of this block's data; targets without float64 vectors leave it to its Finish.
+template <typename T, class Side = NoSide>
 HWY_NOINLINE void GnGradBlockSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT dy, const T* HWY_RESTRICT gamma,
-                                  size_t n, double mean, double* s1, double* s, bool prefetch) {
+                                  size_t n, double mean, double* s1, double* s, bool prefetch, Side&& side = Side()) {
 #if HWY_HAVE_FLOAT64 && HWY_TARGET != HWY_SCALAR
   switch (hn::Lanes(GnDD())) {  // a constant except on SVE
     case 2:
-      return BlockSumsTyped<2>(x, dy, gamma, n, mean, s1, s, prefetch);
+      return BlockSumsTyped<2>(x, dy, gamma, n, mean, s1, s, prefetch, side);
     case 4:
-      return BlockSumsTyped<4>(x, dy, gamma, n, mean, s1, s, prefetch);
+      return BlockSumsTyped<4>(x, dy, gamma, n, mean, s1, s, prefetch, side);
     default:
-      return BlockSumsTyped<8>(x, dy, gamma, n, mean, s1, s, prefetch);
+      return BlockSumsTyped<8>(x, dy, gamma, n, mean, s1, s, prefetch, side);
   }
 #else
   // Targets without float64 vectors (HWY_SCALAR, 32-bit Arm): the same lanes, one element at a time.
-  (void)prefetch;
+  (void)prefetch, (void)side;
   double a1[kSumLanes] = {}, as[kSumLanes] = {};
   FinishBlock(x, dy, gamma, 0, n, mean, a1, as, s1, s);
 #endif
 }
 
-// Pass 2 over n elements. dx may be the same memory as dy (in place), so no restrict on those two.
-// `stream`: non-temporal stores for dx (outputs larger than the caches: detail::stream_output_min_bytes).
-template <typename T>
-HWY_NOINLINE void GnGradApply(const T* HWY_RESTRICT x, const T* dy, const T* HWY_RESTRICT gamma, T* dx, size_t n,
-                              float mean, float rstd, float k0, float k1, bool stream) {
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
-  // A NaN constant becomes the canonical quiet NaN (its low 16 bits zero; see the bfloat16 loop).
-  mean = CanonicalNaN(mean);
-  rstd = CanonicalNaN(rstd);
-  k0 = CanonicalNaN(k0);
-  k1 = CanonicalNaN(k1);
-  const auto vmean = hn::Set(df, mean), vrstd = hn::Set(df, rstd), vk0 = hn::Set(df, k0), vk1 = hn::Set(df, k1);
-  // NB: gamma * ((rstd*dy - k0) + k1*(mean - x)): rstd*dy - k0 is one fused multiply-subtract and
-  // k1*(mean - x) + t one fused multiply-add where the target has FMA (elsewhere a multiply and a subtraction
-  // or an addition, as before). mean - x is -(x - mean) exactly, so the second is bit for bit the former
-  // t - k1*(x - mean); the first drops one rounding from the term rstd*dy of kBoundC's derivation (impl
-  // header), which therefore still bounds the error. mean - x also lets x be a memory operand on x86: 5
-  // vector operations per vector instead of 7.
-  auto core = [&](hn::Vec<decltype(df)> vx, hn::Vec<decltype(df)> vdy, hn::Vec<decltype(df)> vg) {
-    return hn::Mul(vg, hn::MulAdd(vk1, hn::Sub(vmean, vx), hn::MulSub(vrstd, vdy, vk0)));
-  };
-  auto f = [&](size_t i) { return core(LoadF32(df, x + i), LoadF32(df, dy + i), LoadF32(df, gamma + i)); };
-  auto f_partial = [&](size_t i, size_t r) {
-    StoreF32N(df, core(LoadF32N(df, x + i, r), LoadF32N(df, dy + i, r), LoadF32N(df, gamma + i, r)), dx + i, r);
-  };
-  size_t i = 0;
-  if (stream) {
-    // Peel to the alignment non-temporal stores need.
-    const size_t head = StreamHead(dx, n, stream);
-    for (; i < head; i += std::min(N, head - i)) f_partial(i, std::min(N, head - i));
+// Pass 2's elementwise form (MapRow's F, src/core/row_map-inl.h) for one group's constants. A NaN constant is the
+// canonical quiet NaN (its low 16 bits zero), so that every NaN the bfloat16 pairs round has them zero (bfloat16
+// inputs, the default NaN, these constants): Bf16PairMap's rounding needs no NaN fix-up.
+// NB: gamma * ((rstd*dy - k0) + k1*(mean - x)): rstd*dy - k0 is one fused multiply-subtract and k1*(mean - x) + t one
+// fused multiply-add where the target has FMA (elsewhere a multiply and a subtraction or an addition, as before).
+// mean - x is -(x - mean) exactly, so the second is bit for bit the former t - k1*(x - mean); the first drops one
+// rounding from the term rstd*dy of kBoundC's derivation (impl header), which therefore still bounds the error.
+// mean - x also lets x be a memory operand on x86: 5 vector operations per vector instead of 7.
+struct GnGradFn {
+  float mean, rstd, k0, k1;
+  GnGradFn(float mean_, float rstd_, float k0_, float k1_)
+      : mean(CanonicalNaN(mean_)), rstd(CanonicalNaN(rstd_)), k0(CanonicalNaN(k0_)), k1(CanonicalNaN(k1_)) {}
+  template <class DF, class Body>
+  HWY_INLINE auto With(DF df, const Body& body) const {
+    const auto vmean = hn::Set(df, mean), vrstd = hn::Set(df, rstd), vk0 = hn::Set(df, k0), vk1 = hn::Set(df, k1);
+    return body([&](auto vx, auto vdy, auto vg) HWY_ATTR NNOPS_LAMBDA_INLINE {
+      return hn::Mul(vg, hn::MulAdd(vk1, hn::Sub(vmean, vx), hn::MulSub(vrstd, vdy, vk0)));
+    });
   }
-#if HWY_TARGET != HWY_SCALAR
-  if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
-    // Every NaN here has zero low 16 bits (bfloat16 inputs, the default NaN, and the four constants, whose NaNs
-    // are made canonical above), so Bf16PairMap's rounding needs no NaN fix-up. Same arithmetic and rounding per
-    // element as f().
-    i = Bf16PairMap(df, dx, i, n, stream, core, x, dy, gamma);
-  }
-#endif
-  i = F32Map(df, dx, i, n, stream, f);
-  if (i < n) f_partial(i, n - i);
-}
+};
 
 template <typename T>
 void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
@@ -403,31 +391,42 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
 
   // Block b of group grp covers [grp*m + b*B, grp*m + min((b+1)*B, m)).
   auto block_len = [&](int64_t b) { return static_cast<size_t>(b + 1 < bpg ? B : m - b * B); };
-  auto apply = [&](int64_t grp, int64_t off, size_t len, double s1, double s) {
+  // Pass 2 of `len` elements of group grp from `off`, as a SideRow (Finish() runs what its side steps left).
+  struct Sums {
+    double s1 = 0, s = 0;
+  };
+  auto pass2 = [&](int64_t grp, int64_t off, size_t len, const Sums& t) {
     const double mean = load_as_double(a.mean, a.stat_dtype, grp);
     const double rstd = load_as_double(a.rstd, a.stat_dtype, grp);
-    const float k0 = static_cast<float>(rstd * s1 / md);
-    const float k1 = static_cast<float>(rstd * rstd * rstd * s / md);
+    const GnGradFn f(static_cast<float>(mean), static_cast<float>(rstd), static_cast<float>(rstd * t.s1 / md),
+                     static_cast<float>(rstd * rstd * rstd * t.s / md));
     const int64_t base = grp * m + off;
-    GnGradApply(x + base, dy + base, gamma + base, dx + base, len, static_cast<float>(mean), static_cast<float>(rstd),
-                k0, k1, p.stream_output);
+    return MakeSideRow(dx + base, len, p.stream_output, static_cast<size_t>(p.pipeline_burst), f, x + base, dy + base,
+                       gamma + base);
   };
 
   detail::parallel_region(p.num_threads, [&](int tid, int nt) {
     if (!p.split_groups) {
+      // A group is one row for PipelineGroups: pass 1 its statistics (side_of(0): the previous group's pass 2 beside
+      // it, element by element of the group), pass 2 its output row.
       const auto [g0, g1] = detail::split_range(p.groups, nt, tid);
-      for (int64_t grp = g0; grp < g1; ++grp) {
+      auto sums = [&](int64_t grp, const auto& side_of) {
         const double mean = load_as_double(a.mean, a.stat_dtype, grp);
-        double s1 = 0, s = 0;
+        Sums t;
+        auto&& side = side_of(int64_t{0});
         for (int64_t b = 0; b < bpg; ++b) {
           double b1, bs;
           const int64_t base = grp * m + b * B;
-          GnGradBlockSums(x + base, dy + base, gamma + base, block_len(b), mean, &b1, &bs, p.prefetch);
-          s1 += b1;
-          s += bs;
+          GnGradBlockSums(x + base, dy + base, gamma + base, block_len(b), mean, &b1, &bs, p.prefetch,
+                          [&, at = static_cast<size_t>(b * B)](size_t i)
+                              HWY_ATTR NNOPS_LAMBDA_INLINE { side(at + i); });
+          t.s1 += b1;
+          t.s += bs;
         }
-        apply(grp, 0, static_cast<size_t>(m), s1, s);
-      }
+        return t;
+      };
+      auto row_of = [&](int64_t grp, int64_t, const Sums& t) { return pass2(grp, 0, static_cast<size_t>(m), t); };
+      PipelineGroups(g0, g1, m > 0 ? 1 : 0, p.pipeline, sums, row_of);
       if (p.stream_output) hwy::FlushStream();  // order this thread's non-temporal stores before the join
       return;
     }
@@ -442,18 +441,18 @@ void GnGradRunT(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
     }
     detail::barrier();
     int64_t cur = -1;
-    double s1 = 0, s = 0;
+    Sums t;
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t grp = u / bpg, b = u % bpg;
       if (grp != cur) {  // group totals: the block partials added in block order, as in the other mode
         cur = grp;
-        s1 = s = 0;
+        t = Sums();
         for (int64_t k = grp * bpg; k < (grp + 1) * bpg; ++k) {
-          s1 += ws[2 * k];
-          s += ws[2 * k + 1];
+          t.s1 += ws[2 * k];
+          t.s += ws[2 * k + 1];
         }
       }
-      apply(grp, b * B, block_len(b), s1, s);
+      pass2(grp, b * B, block_len(b), t).Finish();
     }
     if (p.stream_output) hwy::FlushStream();
   });

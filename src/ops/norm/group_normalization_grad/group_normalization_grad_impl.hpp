@@ -65,6 +65,14 @@ struct Plan {
   bool stream_output = false;
   /// The first pass prefetches ahead of its three arrays (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
+  /// Whole groups per thread: each group's second pass (dx) is written while the next group's first pass reads that
+  /// group in, so that the stores to memory overlap the loads from it (PipelineGroups, src/core/row_map-inl.h): float32
+  /// with a streamed dx where a group's inputs fit the L2, all of them do not fit the L3, and
+  /// detail::overlap_block_sums says the CPU gains. The bits do not depend on it.
+  bool pipeline = false;
+  /// The pipeline's dx follows the first pass in bursts of this many of its 16-element steps
+  /// (detail::overlap_burst_steps; the bits do not depend on it).
+  int pipeline_burst = 1;
 };
 
 Plan make_plan(const Args& a, const Context& ctx);

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "nnops/nnops.hpp"
+#include "src/core/check.hpp"
 #include "src/ops/norm/group_normalization_grad/group_normalization_grad_impl.hpp"
 #include "tests/test_util.hpp"
 
@@ -382,6 +383,17 @@ TEST(GroupNormGrad, PlanIsPinned) {
   EXPECT_FALSE(p.split_groups);  // 8 groups >= 4 per thread
   EXPECT_EQ(p.num_threads, 2);
   EXPECT_EQ(p.workspace_bytes, 0u);
+  EXPECT_FALSE(p.pipeline);         // a group far larger than L2: its second pass reads it from memory either way
+  a.n = 256, a.g = 32, a.m = 8192;  // the bench's dram case: 96 KiB groups, dx streamed
+  p = gn_grad::make_plan(a, Context{2});
+  EXPECT_TRUE(p.stream_output);
+  EXPECT_EQ(p.pipeline, detail::overlap_block_sums() && 3 * uint64_t{4} * 256 * 32 * 8192 > detail::l3_cache_bytes());
+  a.n = 8, a.g = 8;  // 6 MiB of inputs: in the L3 of the CPUs it pays on
+  if (detail::l3_cache_bytes() >= (uint64_t{6} << 20)) EXPECT_FALSE(gn_grad::make_plan(a, Context{2}).pipeline);
+  a.n = 256, a.g = 32;
+  a.dtype = DType::kBFloat16;  // the half types' passes are bound by their conversions: never overlapped
+  EXPECT_FALSE(gn_grad::make_plan(a, Context{2}).pipeline);
+  a.dtype = DType::kFloat32;
   a.n = 1, a.g = 2, a.m = 1 << 20;
   p = gn_grad::make_plan(a, Context{4});
   EXPECT_TRUE(p.split_groups);
@@ -396,8 +408,9 @@ TEST(GroupNormGrad, PlanIsPinned) {
   EXPECT_EQ(p.blocks_per_group, 1);
 }
 
-// Every schedule (whole or shared groups, streaming stores or not, 1-3 threads) gives the same bits.
-// Forced here on small, misaligned shapes so that the peel, main loop and tail all run.
+// Every schedule (whole or shared groups, streaming stores or not, prefetched or not, whole groups pipelined or not,
+// in bursts of 1 or 3 steps, 1-3 threads) gives the same bits. Forced here on small, misaligned shapes so that the
+// peel, main loop and tail all run, and groups of one block (1037), three blocks (5000) and less than a step (33).
 TEST(GroupNormGrad, EveryScheduleGivesSameBits) {
   for (DType t : kDTypes) {
     for (std::vector<int64_t> shape : {std::vector<int64_t>{3, 5, 1037}, {1, 2, 5000}, {2, 2, 33}}) {
@@ -413,11 +426,13 @@ TEST(GroupNormGrad, EveryScheduleGivesSameBits) {
           gn_grad::Plan plain = gn_grad::make_plan(a, Context{1});
           plain.stream_output = false;
           plain.prefetch = false;
+          plain.pipeline = false;
           gn_grad::Args b = a;
           b.dx = want.data();
           gn_grad::run(plain, b, nullptr);
         }
-        for (int variant = 0; variant < 8; ++variant) {
+        for (int variant = 0; variant < 32; ++variant) {
+          if ((variant & 16) && !(variant & 8)) continue;  // a burst only paces a pipeline
           for (int threads : {1, 2, 3}) {
             // Output one element past a 64-byte boundary so that streaming needs its alignment peel.
             std::vector<unsigned char> raw(want.bytes() + 256);
@@ -430,6 +445,8 @@ TEST(GroupNormGrad, EveryScheduleGivesSameBits) {
             plan.stream_output = variant & 1;
             plan.split_groups = variant & 2;
             plan.prefetch = variant & 4;  // the software prefetch of the first pass changes no bit
+            plan.pipeline = variant & 8;  // (whole groups only)
+            plan.pipeline_burst = variant & 16 ? 3 : 1;
             plan.workspace_bytes = plan.split_groups ? plan.groups * plan.blocks_per_group * 2 * sizeof(double) : 0;
             std::vector<double> ws(plan.workspace_bytes / sizeof(double));
             gn_grad::run(plan, b, ws.data());
