@@ -159,7 +159,7 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
         }
       }
       const double mc[cols] = {0, 0, m, 0, 0};
-      std::vector<double> acc(2 * 16 * cols), o0(cols), o1(cols);
+      std::vector<double> acc(detail::canon_column_acc_doubles(cols)), o0(cols), o1(cols);
       HWY_DYNAMIC_DISPATCH(ColumnsF32)
       (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false);
       EXPECT_EQ(o0[2], want[0]);
@@ -194,8 +194,9 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
 // and the same columns over at most one block of rows (64 or fewer: each column vector's lanes and their tree in
 // registers, CanonColumnSumsShort), 65 (a block and one row).
 // 203 columns are 6 strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2).
-TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
-  const std::size_t max_rows = 1000, cols = 203, stride = 211;
+// 256 columns have their lanes padded by a line (detail::canon_column_lane_stride): 8 strips of 32 (16 of 16).
+void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
+  const std::size_t max_rows = 1000;
   const std::vector<float> x = spread(max_rows * stride, 11), y = spread(max_rows * stride, 12);
   std::vector<double> m(cols);
   for (std::size_t c = 0; c < cols; ++c) m[c] = 0.01 * static_cast<double>(c);
@@ -229,7 +230,7 @@ TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
         const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
         SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
                      (l1 ? ", prefetch into L1" : ""));
-        std::vector<double> acc(2 * 16 * cols, -7.5), o0(cols), o1(cols);
+        std::vector<double> acc(detail::canon_column_acc_doubles(cols), -7.5), o0(cols), o1(cols);
         if (b) {
           HWY_DYNAMIC_DISPATCH(ColumnsBF16)
           (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
@@ -246,6 +247,10 @@ TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
       }
     });
   }
+}
+TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
+  WideColumnsEqualTheDefinition(203, 211);
+  WideColumnsEqualTheDefinition(256, 256);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
 #include "nnops/dtype.hpp"
+#include "src/core/canonical_sum.hpp"
 #include "src/core/fp_pipes-inl.h"
 #include "src/core/simd_convert-inl.h"
 
@@ -316,7 +317,8 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 
 // Column sums: for each of `cols` columns, the canonical sums of up to two statistics over `rows` rows of the
 // row-major arrays x and y (`stride` elements between rows). Row r is added into lane r mod 16 of every column;
-// the lanes live in `acc` (2 * 16 * cols doubles, any contents). vf(d, X, Y, col, &s0, &s1) takes the float64
+// the lanes live in `acc` (detail::canon_column_acc_doubles(cols) doubles, any contents; lanes
+// detail::canon_column_lane_stride(cols) apart). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
 // out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch_l1`: the next block's lines are
 // prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kMix: as
@@ -418,12 +420,13 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
   const size_t N = hn::Lanes(d);
   const auto one = AccOne(d);
   double* acc0 = acc;
-  double* acc1 = acc + kCanonLanes * cols;
+  const size_t ls = detail::canon_column_lane_stride(cols);  // (padded: see there)
+  double* acc1 = acc + kCanonLanes * ls;
   // The first block starts every lane it reaches from +0.0 in registers instead of loading it (zeroing the
   // 2 x 16 x cols accumulators had cost 7% of a [2, 1280, 8, 8] call); lanes no row reaches are zeroed here.
   for (size_t l = std::min(rows, kCanonLanes); l < kCanonLanes; ++l) {
-    std::memset(acc0 + l * cols, 0, cols * sizeof(double));
-    std::memset(acc1 + l * cols, 0, cols * sizeof(double));
+    std::memset(acc0 + l * ls, 0, cols * sizeof(double));
+    std::memset(acc1 + l * ls, 0, cols * sizeof(double));
   }
   const size_t B = kCanonColumnBlock;
   const size_t seg = cols * sizeof(T), seg_lines = (seg + 63) / 64;
@@ -457,8 +460,8 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
           pf_o += 64;
           if (pf_o >= seg) pf_o = 0, ++pf_r;
         }
-        double* l0 = acc0 + l * cols + c;
-        double* l1 = acc1 + l * cols + c;
+        double* l0 = acc0 + l * ls + c;
+        double* l1 = acc1 + l * ls + c;
         auto a0 = load(l0), a1 = load(l0 + N), a2 = load(l0 + 2 * N), a3 = load(l0 + 3 * N);
         auto b0 = a0, b1 = a1, b2 = a2, b3 = a3;
         if (kK > 1) {
@@ -487,8 +490,8 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     // The last columns: one vector, then one column, at a time, each lane over the block's rows as above.
     for (; c + N <= cols; c += N) {
       for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
-        double* l0 = acc0 + l * cols + c;
-        double* l1 = acc1 + l * cols + c;
+        double* l0 = acc0 + l * ls + c;
+        double* l1 = acc1 + l * ls + c;
         auto a0 = load(l0);
         auto b0 = kK > 1 ? load(l1) : a0;
         for (size_t r = r0 + l; r < r1; r += kCanonLanes) {
@@ -506,8 +509,8 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
       for (size_t r = r0; r < r1; ++r) {
         double s0 = 0, s1 = 0;
         sf(ToDouble(x + r * stride + c), ToDouble(y + r * stride + c), c, &s0, &s1);
-        double& e0 = acc0[(r % kCanonLanes) * cols + c];
-        double& e1 = acc1[(r % kCanonLanes) * cols + c];
+        double& e0 = acc0[(r % kCanonLanes) * ls + c];
+        double& e1 = acc1[(r % kCanonLanes) * ls + c];
         const bool fresh = first && r < kCanonLanes;  // the lane's first row: it starts from +0.0
         e0 = (fresh ? 0.0 : e0) + s0;
         e1 = (fresh ? 0.0 : e1) + s1;
@@ -516,7 +519,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
   }
   // CanonCombine for N columns at once: lane l of every column is one row of acc, so the tree is vertical adds.
   auto combine = [&](const double* a) HWY_ATTR {
-    auto L = [&](size_t l) HWY_ATTR { return hn::LoadU(d, a + l * cols); };
+    auto L = [&](size_t l) HWY_ATTR { return hn::LoadU(d, a + l * ls); };
     const auto lo =
         hn::Add(hn::Add(hn::Add(L(0), L(1)), hn::Add(L(2), L(3))), hn::Add(hn::Add(L(4), L(5)), hn::Add(L(6), L(7))));
     const auto hi = hn::Add(hn::Add(hn::Add(L(8), L(9)), hn::Add(L(10), L(11))),
@@ -530,10 +533,10 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
   }
   alignas(64) double lanes[kCanonLanes];
   for (; c < cols; ++c) {
-    for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc0[l * cols + c];
+    for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc0[l * ls + c];
     out0[c] = CanonCombine(lanes);
     if (kK > 1) {
-      for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc1[l * cols + c];
+      for (size_t l = 0; l < kCanonLanes; ++l) lanes[l] = acc1[l * ls + c];
       out1[c] = CanonCombine(lanes);
     }
   }

@@ -270,7 +270,7 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
   const T* x = static_cast<const T*>(a.x) + ch.n * a.hw * a.c + c0;
   // Scratch: lane accumulators; per column the two sums, the shift (then the mean) and rstd.
   double* acc = reinterpret_cast<double*>(scratch);
-  double* s1 = reinterpret_cast<double*>(scratch + gn::round64(2 * 16 * cmax * 8));
+  double* s1 = reinterpret_cast<double*>(scratch + gn::acc_bytes(cmax));
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
 
   // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
@@ -352,7 +352,7 @@ void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const doub
                 double* stats, unsigned char* scratch, bool pipeline) {
   const size_t cmax = static_cast<size_t>(p.chunk_groups * a.cpg()), rows = static_cast<size_t>(a.hw);
   // The constants' two sets after the accumulators and the per-column doubles (gn::scratch_bytes).
-  float* f = reinterpret_cast<float*>(scratch + gn::round64(2 * 16 * cmax * 8) + gn::round64(4 * cmax * 8));
+  float* f = reinterpret_cast<float*>(scratch + gn::acc_bytes(cmax) + gn::round64(4 * cmax * 8));
   const size_t fc = gn::round64(cmax * 4) / 4;
   size_t pairs_from[2] = {kNoPairs, kNoPairs};
   const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc, &pairs_from[0]},

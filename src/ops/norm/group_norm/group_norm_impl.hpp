@@ -11,6 +11,7 @@
 #include "nnops/dtype.hpp"
 #include "nnops/status.hpp"
 #include "nnops/tensor_view.hpp"
+#include "src/core/canonical_sum.hpp"
 #include "src/core/verify.hpp"
 #include "src/ops/op_desc.hpp"
 
@@ -131,12 +132,16 @@ inline Chunk chunk_of(const Shape& s, int64_t chunk_groups, int64_t u) {
 /// round up to a multiple of 64 bytes (workspace and scratch pieces start on cache lines)
 inline uint64_t round64(uint64_t b) { return (b + 63) / 64 * 64; }
 
-/// A GroupNorm thread's scratch for units of `cols` channels: 2 x 16 lane accumulators per column, four per-column
+/// The bytes of the channels-last column sums' lane accumulators for units of `cols` channels (shared with
+/// GroupNormBackward; detail::canon_column_acc_doubles), the first piece of a thread's scratch.
+inline uint64_t acc_bytes(uint64_t cols) {
+  return round64(detail::canon_column_acc_doubles(static_cast<size_t>(cols)) * 8);
+}
+
+/// A GroupNorm thread's scratch for units of `cols` channels: the lane accumulators (acc_bytes), four per-column
 /// doubles (two sums, mean, rstd), then two sets of three float32 constants (a pipelined channels-last unit's and the
 /// one before it), each piece 64-byte aligned.
-inline uint64_t scratch_bytes(uint64_t cols) {
-  return round64(2 * 16 * cols * 8) + round64(4 * cols * 8) + 6 * round64(cols * 4);
-}
+inline uint64_t scratch_bytes(uint64_t cols) { return acc_bytes(cols) + round64(4 * cols * 8) + 6 * round64(cols * 4); }
 
 /// The whole workspace for `threads` threads of `scratch` bytes each (Plan::workspace_bytes).
 inline uint64_t workspace_bytes(const Args& a, uint64_t threads, uint64_t scratch) {

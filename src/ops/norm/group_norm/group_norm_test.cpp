@@ -413,11 +413,14 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
 // without the output pass's prefetch, units pipelined or not. The output starts one element past a line, so streamed
 // rows peel a head. Wide rows run bfloat16's channels-last pairs (ColumnPairsFrom): 64 channels from the head's end
 // (rows of 128 bytes, every row the same head) or from column 0 (not streamed); 40 channels streamed (rows of 80 bytes
-// whose heads differ) without them.
+// whose heads differ) without them. 256 channels over 65 rows: the column sums' blocked walk with its lanes padded
+// (detail::canon_column_lane_stride).
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
-    for (auto [shape, groups] :
-         {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6}, {{2, 64, 3, 5}, 8}, {{2, 40, 3, 7}, 4}}) {
+    for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6},
+                                 {{2, 64, 3, 5}, 8},
+                                 {{2, 40, 3, 7}, 4},
+                                 {{2, 256, 5, 13}, 32}}) {
       const int64_t channels = shape[1];  // (a lambda cannot capture a structured binding in C++17)
       const ops::Problem before = problem(t, shape, groups, 22, false);
       ops::Problem want = before.clone();

@@ -216,7 +216,7 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   const T* x = static_cast<const T*>(a.x) + off;
   double* acc = reinterpret_cast<double*>(scratch);
   // The pieces of gn_bwd::scratch_bytes.
-  double* cmean = reinterpret_cast<double*>(scratch + gn::round64(2 * 16 * cmax * 8));
+  double* cmean = reinterpret_cast<double*>(scratch + gn::acc_bytes(cmax));
   float* mh = reinterpret_cast<float*>(reinterpret_cast<unsigned char*>(cmean) + gn::round64(cmax * 8));
   float *k1 = mh + cmax, *k2 = k1 + cmax, *k3 = k2 + cmax;
   for (int64_t g = g0; g < g1; ++g) {

@@ -61,10 +61,10 @@ struct Plan {
   int pipeline_burst = 1;  ///< see gn::Plan
 };
 
-/// A thread's scratch for units of `cols` channels: 2 x 16 lane accumulators per column, the columns' means, then the
+/// A thread's scratch for units of `cols` channels: the lane accumulators (gn::acc_bytes), the columns' means, then the
 /// four float32 dx constants of each column (mean_hi, k1, k2, k3), each piece 64-byte aligned.
 inline uint64_t scratch_bytes(uint64_t cols) {
-  return gn::round64(2 * 16 * cols * 8) + gn::round64(cols * 8) + gn::round64(4 * cols * 4);
+  return gn::acc_bytes(cols) + gn::round64(cols * 8) + gn::round64(4 * cols * 4);
 }
 
 /// The whole workspace for `threads` threads of `scratch` bytes each: gamma as doubles, the (mean, rstd) pairs of the

@@ -221,8 +221,10 @@ TEST(GroupNormBackward, NaNsPropagateWhereTheReferenceHasThem) {
 // (40 channels streamed: rows whose heads differ) not at all; in place too.
 TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
-    for (auto [shape, groups] :
-         {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6}, {{2, 64, 3, 5}, 8}, {{2, 40, 3, 7}, 4}}) {
+    for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6},
+                                 {{2, 64, 3, 5}, 8},
+                                 {{2, 40, 3, 7}, 4},
+                                 {{2, 256, 5, 13}, 32}}) {
       const int64_t channels = shape[1];  // (a lambda cannot capture a structured binding in C++17)
       const ops::Problem before = problem(t, shape, groups, 22, false);
       ops::Problem want = before.clone();
