@@ -389,7 +389,9 @@ TEST(GroupNormGrad, PlanIsPinned) {
   EXPECT_TRUE(p.stream_output);
   EXPECT_EQ(p.pipeline, detail::overlap_block_sums() && 3 * uint64_t{4} * 256 * 32 * 8192 > detail::l3_cache_bytes());
   a.n = 8, a.g = 8;  // 6 MiB of inputs: in the L3 of the CPUs it pays on
-  if (detail::l3_cache_bytes() >= (uint64_t{6} << 20)) EXPECT_FALSE(gn_grad::make_plan(a, Context{2}).pipeline);
+  if (detail::l3_cache_bytes() >= (uint64_t{6} << 20)) {
+    EXPECT_FALSE(gn_grad::make_plan(a, Context{2}).pipeline);
+  }
   a.n = 256, a.g = 32;
   a.dtype = DType::kBFloat16;  // the half types' passes are bound by their conversions: never overlapped
   EXPECT_FALSE(gn_grad::make_plan(a, Context{2}).pipeline);
