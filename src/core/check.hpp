@@ -95,8 +95,9 @@ int overlap_burst_steps();
 
 /// Whether GroupNormalizationGrad writes a group's streamed float32 dx while the next group's block sums read that
 /// group in (gn_grad::Plan::pipeline), in bursts of a quarter of overlap_burst_steps, where a group's inputs fit the L2
-/// and all of them do not fit the L3 (the plan decides those); results never depend on it. AMD Zen 2 only (docs/performance.md, "Zen 2"); an earlier session found a step-by-step interleave
-/// slower on Zen 4, and no other CPU was measured with bursts. NNOPS_OVERLAP_PASSES=0 or 1 overrides.
+/// and all of them do not fit the L3 (the plan decides those); results never depend on it. AMD Zen 2 only
+/// (docs/performance.md, "Zen 2"); an earlier session found a step-by-step interleave slower on Zen 4, and no other CPU
+/// was measured with bursts. NNOPS_OVERLAP_PASSES=0 or 1 overrides.
 bool overlap_block_sums();
 
 /// The output size (bytes) from which the GroupNorm family writes its outputs with non-temporal stores, for a call that
