@@ -156,31 +156,29 @@ HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, 
   out[1] = lanes[1];
 }
 
-// One step (accumulator r: elements i + r N ..) and the tail of the rows x, y into the accumulators a##r, b##r
-// (CanonRowSumsR, CanonRowSumsPairR); in scope: d, df, N, i, rem, vf, one, kR, kK, kMix.
-#define NNOPS_CANON_STEP_OF(x, y, a, b, r)                                                                       \
-  if (r < kR) {                                                                                                  \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                     \
-    vf(d, hn::PromoteTo(d, LoadF32(df, x + i + r * N)), hn::PromoteTo(d, LoadF32(df, y + i + r * N)), &t0, &t1); \
-    a##r = (kMix && 2 * r < kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);                                     \
-    if (kK > 1) b##r = AccAdd(b##r, t1, one);                                                                    \
-  }
-// Steps r and s = r + 1 with their elements loaded as one pair (LoadF32Pair), the same operations in the same order as
-// step r then step s; just step r where s is past the accumulators.
-#define NNOPS_CANON_STEP2_OF(x, y, a, b, r, s)                               \
-  if (s < kR) {                                                              \
-    hn::Vec<CanonF> xr, xs, yr, ys;                                          \
-    LoadF32Pair(df, x + i + r * N, &xr, &xs);                                \
-    LoadF32Pair(df, y + i + r * N, &yr, &ys);                                \
+// Accumulator r of the two statistics (a##r, b##r) takes the terms of the float32 vectors X, Y, widened.
+#define NNOPS_CANON_ADD_OF(a, b, r, X, Y)                                    \
+  {                                                                          \
     auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                 \
-    vf(d, hn::PromoteTo(d, xr), hn::PromoteTo(d, yr), &t0, &t1);             \
+    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), &t0, &t1);               \
     a##r = (kMix && 2 * r < kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one); \
     if (kK > 1) b##r = AccAdd(b##r, t1, one);                                \
-    vf(d, hn::PromoteTo(d, xs), hn::PromoteTo(d, ys), &t0, &t1);             \
-    a##s = (kMix && 2 * s < kR) ? hn::Add(a##s, t0) : AccAdd(a##s, t0, one); \
-    if (kK > 1) b##s = AccAdd(b##s, t1, one);                                \
-  } else {                                                                   \
-    NNOPS_CANON_STEP_OF(x, y, a, b, r)                                       \
+  }
+// One step (accumulator r: elements i + r N ..) and the tail of the rows x, y into the accumulators a##r, b##r
+// (CanonRowSumsR, CanonRowSumsPairR); in scope: d, df, N, i, rem, vf, one, kR, kK, kMix.
+#define NNOPS_CANON_STEP_OF(x, y, a, b, r) \
+  if (r < kR) NNOPS_CANON_ADD_OF(a, b, r, (LoadF32(df, x + i + r * N)), (LoadF32(df, y + i + r * N)))
+// Steps r and s = r + 1 with their elements loaded as one pair (LoadF32Pair), the same operations in the same order as
+// step r then step s; just step r where s is past the accumulators.
+#define NNOPS_CANON_STEP2_OF(x, y, a, b, r, s) \
+  if (s < kR) {                                \
+    hn::Vec<CanonF> xr, xs, yr, ys;            \
+    LoadF32Pair(df, x + i + r * N, &xr, &xs);  \
+    LoadF32Pair(df, y + i + r * N, &yr, &ys);  \
+    NNOPS_CANON_ADD_OF(a, b, r, xr, yr)        \
+    NNOPS_CANON_ADD_OF(a, b, s, xs, ys)        \
+  } else {                                     \
+    NNOPS_CANON_STEP_OF(x, y, a, b, r)         \
   }
 #define NNOPS_CANON_TAIL_OF(x, y, a, b, r)                                                                             \
   if (r < kR && r * N < rem) {                                                                                         \
@@ -219,8 +217,9 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
     }
 #define NNOPS_CANON_STEP2(r, s) NNOPS_CANON_STEP2_OF(x, y, a, b, r, s)
     NNOPS_CANON_STEP2(0, 1)
-    NNOPS_CANON_STEP2(2, 3) NNOPS_CANON_STEP2(4, 5) NNOPS_CANON_STEP2(6, 7) NNOPS_CANON_STEP2(8, 9)
-        NNOPS_CANON_STEP2(10, 11) NNOPS_CANON_STEP2(12, 13) NNOPS_CANON_STEP2(14, 15)
+    NNOPS_CANON_STEP2(2, 3)
+    NNOPS_CANON_STEP2(4, 5) NNOPS_CANON_STEP2(6, 7) NNOPS_CANON_STEP2(8, 9) NNOPS_CANON_STEP2(10, 11)
+        NNOPS_CANON_STEP2(12, 13) NNOPS_CANON_STEP2(14, 15)
 #undef NNOPS_CANON_STEP2
   }
   // The tail: element i + k into lane k (accumulator k / N, its lane k mod N), as the vector steps would have
@@ -331,6 +330,7 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 }
 #undef NNOPS_CANON_ACC
 #undef NNOPS_CANON_EACH
+#undef NNOPS_CANON_ADD_OF
 #undef NNOPS_CANON_STEP_OF
 #undef NNOPS_CANON_STEP2_OF
 #undef NNOPS_CANON_TAIL_OF
@@ -490,22 +490,26 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
         for (size_t r = r0 + l; r < r1; r += kCanonLanes) {
           const T* xr = x + r * stride + c;
           const T* yr = y + r * stride + c;
-// Vectors j and k = j + 1 of the strip, loaded as one pair (LoadF32Pair).
-#define NNOPS_CANON_COL2(j, k)                                              \
-  {                                                                         \
-    hn::Vec<decltype(df)> xj, xk, yj, yk;                                   \
-    LoadF32Pair(df, xr + j * N, &xj, &xk);                                  \
-    LoadF32Pair(df, yr + j * N, &yj, &yk);                                  \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                \
-    vf(d, hn::PromoteTo(d, xj), hn::PromoteTo(d, yj), c + j * N, &t0, &t1); \
-    a##j = (kMix && j < 2) ? hn::Add(a##j, t0) : AccAdd(a##j, t0, one);     \
-    if (kK > 1) b##j = AccAdd(b##j, t1, one);                               \
-    vf(d, hn::PromoteTo(d, xk), hn::PromoteTo(d, yk), c + k * N, &t0, &t1); \
-    a##k = (kMix && k < 2) ? hn::Add(a##k, t0) : AccAdd(a##k, t0, one);     \
-    if (kK > 1) b##k = AccAdd(b##k, t1, one);                               \
+// Vector j of the strip takes the terms of the float32 vectors X, Y; vectors j and k = j + 1 are loaded as one pair
+// (LoadF32Pair).
+#define NNOPS_CANON_COL_ADD(j, X, Y)                                      \
+  {                                                                       \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                              \
+    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), c + j * N, &t0, &t1); \
+    a##j = (kMix && j < 2) ? hn::Add(a##j, t0) : AccAdd(a##j, t0, one);   \
+    if (kK > 1) b##j = AccAdd(b##j, t1, one);                             \
+  }
+#define NNOPS_CANON_COL2(j, k)             \
+  {                                        \
+    hn::Vec<decltype(df)> xj, xk, yj, yk;  \
+    LoadF32Pair(df, xr + j * N, &xj, &xk); \
+    LoadF32Pair(df, yr + j * N, &yj, &yk); \
+    NNOPS_CANON_COL_ADD(j, xj, yj)         \
+    NNOPS_CANON_COL_ADD(k, xk, yk)         \
   }
           NNOPS_CANON_COL2(0, 1) NNOPS_CANON_COL2(2, 3)
 #undef NNOPS_CANON_COL2
+#undef NNOPS_CANON_COL_ADD
         }
         hn::StoreU(a0, d, l0), hn::StoreU(a1, d, l0 + N), hn::StoreU(a2, d, l0 + 2 * N), hn::StoreU(a3, d, l0 + 3 * N);
         if (kK > 1) {
