@@ -16,8 +16,9 @@ HWY_BEFORE_NAMESPACE();
 namespace nnops {
 namespace HWY_NAMESPACE {
 
-// out[0] = canonical sum of x, out[1] = of (x - m) * y, over the n elements of the rows.
-template <typename T>
+// out[0] = canonical sum of x, out[1] = of (x - m) * y, over the n elements of the rows, with the accumulations on
+// the pipes P says (the same bits for every P).
+template <Pipes P = Pipes::kFma, typename T>
 void Rows(const T* x, const T* y, size_t n, double m, double* out) {
   auto vf = [m](auto d, auto vx, auto vy, auto* s0, auto* s1) HWY_ATTR {
     *s0 = vx;
@@ -27,7 +28,7 @@ void Rows(const T* x, const T* y, size_t n, double m, double* out) {
     *s0 = vx;
     *s1 = (vx - m) * vy;
   };
-  CanonRowSums<2>(x, y, n, vf, sf, out);
+  CanonRowSums<2, P>(x, y, n, vf, sf, out);
 }
 // Rows' two statistics for the rows (x0, y0) and (x1, y1) at once (CanonRowSumsPair), and the first statistic
 // alone for both (its one-statistic form) into first0 and first1.
@@ -42,10 +43,10 @@ void RowsPairF32(const float* x0, const float* y0, const float* x1, const float*
     *s1 = (vx - m) * vy;
   };
   CanonRowSumsPair<2>(x0, y0, x1, y1, n, vf, sf, out0, out1);
-  CanonRowSumsPair<1, true>(x0, y0, x1, y1, n, vf, sf, first0, first1);
+  CanonRowSumsPair<1, Pipes::kHalfOfFirst>(x0, y0, x1, y1, n, vf, sf, first0, first1);
 }
 // The same two statistics for every column of rows x cols arrays (row stride `stride`), with m per column.
-template <typename T>
+template <Pipes P = Pipes::kFma, typename T>
 void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
              double* out0, double* out1, bool prefetch_l1) {
   auto vf = [m](auto d, auto vx, auto vy, size_t c, auto* s0, auto* s1) HWY_ATTR {
@@ -56,14 +57,21 @@ void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, co
     *s0 = vx;
     *s1 = (vx - m[c]) * vy;
   };
-  CanonColumnSums<2>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, prefetch_l1);
+  CanonColumnSums<2, P>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, prefetch_l1);
 }
-void RowsF32(const float* x, const float* y, size_t n, double m, double* out) { Rows(x, y, n, m, out); }
+// `pipes`: 0, 1, 2 for Pipes::kFma, kHalfOfFirst, kHalfAndQuarter.
+void RowsF32(const float* x, const float* y, size_t n, double m, double* out, int pipes) {
+  if (pipes == 1) return Rows<Pipes::kHalfOfFirst>(x, y, n, m, out);
+  if (pipes == 2) return Rows<Pipes::kHalfAndQuarter>(x, y, n, m, out);
+  Rows(x, y, n, m, out);
+}
 void RowsBF16(const uint16_t* x, const uint16_t* y, size_t n, double m, double* out) {
   Rows(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), n, m, out);
 }
 void ColumnsF32(const float* x, const float* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-                double* o0, double* o1, bool prefetch_l1) {
+                double* o0, double* o1, bool prefetch_l1, int pipes) {
+  if (pipes == 1) return Columns<Pipes::kHalfOfFirst>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
+  if (pipes == 2) return Columns<Pipes::kHalfAndQuarter>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
   Columns(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
 }
 void ColumnsBF16(const uint16_t* x, const uint16_t* y, size_t stride, size_t rows, size_t cols, const double* m,
@@ -130,9 +138,12 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       for (double v : t1) plain += v;
       order_sensitive += plain != want[1];
       double got[2];
-      HWY_DYNAMIC_DISPATCH(RowsF32)(x.data(), y.data(), n, m, got);
-      EXPECT_EQ(got[0], want[0]);
-      EXPECT_EQ(got[1], want[1]);
+      for (int pipes = 0; pipes < 3; ++pipes) {
+        SCOPED_TRACE("pipes " + std::to_string(pipes));
+        HWY_DYNAMIC_DISPATCH(RowsF32)(x.data(), y.data(), n, m, got, pipes);
+        EXPECT_EQ(got[0], want[0]);
+        EXPECT_EQ(got[1], want[1]);
+      }
       // Two rows at once, the second (y, x): each its own sums, bit for bit.
       {
         std::vector<double> u0(n), u1(n);
@@ -160,10 +171,13 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       }
       const double mc[cols] = {0, 0, m, 0, 0};
       std::vector<double> acc(detail::canon_column_acc_doubles(cols)), o0(cols), o1(cols);
-      HWY_DYNAMIC_DISPATCH(ColumnsF32)
-      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false);
-      EXPECT_EQ(o0[2], want[0]);
-      EXPECT_EQ(o1[2], want[1]);
+      for (int pipes = 0; pipes < 3; ++pipes) {
+        SCOPED_TRACE("pipes " + std::to_string(pipes));
+        HWY_DYNAMIC_DISPATCH(ColumnsF32)
+        (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false, pipes);
+        EXPECT_EQ(o0[2], want[0]);
+        EXPECT_EQ(o1[2], want[1]);
+      }
       // bfloat16 storage, rows and columns.
       std::vector<uint16_t> xb(n), yb(n), xab(n * cols), yab(n * cols);
       for (std::size_t i = 0; i < n; ++i) {
@@ -236,7 +250,8 @@ void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
           (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
         } else {
           HWY_DYNAMIC_DISPATCH(ColumnsF32)
-          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
+          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1,
+           k % 3);
         }
         int wrong = 0;
         for (std::size_t c = 0; c < cols; ++c) {

@@ -157,15 +157,15 @@ HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, 
 }
 
 // Accumulator r of the two statistics (a##r, b##r) takes the terms of the float32 vectors X, Y, widened.
-#define NNOPS_CANON_ADD_OF(a, b, r, X, Y)                                    \
-  {                                                                          \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                 \
-    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), &t0, &t1);               \
-    a##r = (kMix && 2 * r < kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one); \
-    if (kK > 1) b##r = AccAdd(b##r, t1, one);                                \
+#define NNOPS_CANON_ADD_OF(a, b, r, X, Y)                                                       \
+  {                                                                                             \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                    \
+    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), &t0, &t1);                                  \
+    a##r = OnAddPipe(kPipes, 0, r, kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);             \
+    if (kK > 1) b##r = OnAddPipe(kPipes, 1, r, kR) ? hn::Add(b##r, t1) : AccAdd(b##r, t1, one); \
   }
 // One step (accumulator r: elements i + r N ..) and the tail of the rows x, y into the accumulators a##r, b##r
-// (CanonRowSumsR, CanonRowSumsPairR); in scope: d, df, N, i, rem, vf, one, kR, kK, kMix.
+// (CanonRowSumsR, CanonRowSumsPairR); in scope: d, df, N, i, rem, vf, one, kR, kK, kPipes.
 #define NNOPS_CANON_STEP_OF(x, y, a, b, r) \
   if (r < kR) NNOPS_CANON_ADD_OF(a, b, r, (LoadF32(df, x + i + r * N)), (LoadF32(df, y + i + r * N)))
 // Steps r and s = r + 1 with their elements loaded as one pair (LoadF32Pair), the same operations in the same order as
@@ -193,13 +193,12 @@ HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, 
 
 // Row sums of up to two statistics over two parallel rows x, y (y may equal x): for every i, vf(d, X, Y, &s0,
 // &s1) returns the terms of both statistics for the float64 vectors X = x[i..], Y = y[i..]; sf(X, Y, &s0, &s1)
-// does the same for one element. out[0..kK) receive the canonical sums. kMix: half of the first statistic's
-// accumulators add on the add pipes, the rest through AccAdd (for terms of one subtraction and one multiply, such
-// as x - K and (x - K)^2; without kMix every accumulation goes through AccAdd, for terms with more additions).
+// does the same for one element. out[0..kK) receive the canonical sums. kPipes: which accumulators add on the add
+// pipes (OnAddPipe in fp_pipes-inl.h; the bits do not depend on it).
 // `prefetch`: PrefetchStream ahead of x and y (the bits do not depend on it). `side(i)` runs before each step of
 // 16 elements from i: other work interleaved with the sums (a pipelined kernel writes the previous group's output
 // while these rows come in from memory); it must not touch the sums' inputs or outputs.
-template <size_t kR, size_t kK, bool kMix, typename T, class VF, class SF, class Side>
+template <size_t kR, size_t kK, Pipes kPipes, typename T, class VF, class SF, class Side>
 HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t n, const VF& vf, const SF& sf,
                               double* out, bool prefetch, Side& side) {
   const CanonD d;
@@ -218,8 +217,9 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
 #define NNOPS_CANON_STEP2(r, s) NNOPS_CANON_STEP2_OF(x, y, a, b, r, s)
     NNOPS_CANON_STEP2(0, 1)
     NNOPS_CANON_STEP2(2, 3)
-    NNOPS_CANON_STEP2(4, 5) NNOPS_CANON_STEP2(6, 7) NNOPS_CANON_STEP2(8, 9) NNOPS_CANON_STEP2(10, 11)
-        NNOPS_CANON_STEP2(12, 13) NNOPS_CANON_STEP2(14, 15)
+    NNOPS_CANON_STEP2(4, 5)
+    NNOPS_CANON_STEP2(6, 7) NNOPS_CANON_STEP2(8, 9) NNOPS_CANON_STEP2(10, 11) NNOPS_CANON_STEP2(12, 13)
+        NNOPS_CANON_STEP2(14, 15)
 #undef NNOPS_CANON_STEP2
   }
   // The tail: element i + k into lane k (accumulator k / N, its lane k mod N), as the vector steps would have
@@ -238,20 +238,20 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
   }
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
+template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, const SF& sf, double* out,
                              bool prefetch = false, Side&& side = Side()) {
   switch (kCanonLanes / hn::Lanes(CanonD())) {
     case 1:
-      return CanonRowSumsR<1, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
+      return CanonRowSumsR<1, kK, kPipes>(x, y, n, vf, sf, out, prefetch, side);
     case 2:
-      return CanonRowSumsR<2, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
+      return CanonRowSumsR<2, kK, kPipes>(x, y, n, vf, sf, out, prefetch, side);
     case 4:
-      return CanonRowSumsR<4, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
+      return CanonRowSumsR<4, kK, kPipes>(x, y, n, vf, sf, out, prefetch, side);
     case 8:
-      return CanonRowSumsR<8, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
+      return CanonRowSumsR<8, kK, kPipes>(x, y, n, vf, sf, out, prefetch, side);
     default:
-      return CanonRowSumsR<16, kK, kMix>(x, y, n, vf, sf, out, prefetch, side);
+      return CanonRowSumsR<16, kK, kPipes>(x, y, n, vf, sf, out, prefetch, side);
   }
 }
 // CanonRowSums of two rows of one length at once, (x0, y0) into out0 and (x1, y1) into out1, each with its own
@@ -261,7 +261,7 @@ HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF& vf, con
 // two rows share the setup and the tails; from memory two rows' streams read slower than one (GroupNorm uses it
 // only in cache). Where the accumulators of two rows would not fit the registers (more than two vectors of a
 // statistic: AVX2, NEON, SVE below 512 bits) it is the two calls.
-template <size_t kR, size_t kK, bool kMix, typename T, class VF>
+template <size_t kR, size_t kK, Pipes kPipes, typename T, class VF>
 HWY_INLINE void CanonRowSumsPairR(const T* HWY_RESTRICT x0, const T* HWY_RESTRICT y0, const T* HWY_RESTRICT x1,
                                   const T* HWY_RESTRICT y1, size_t n, const VF& vf, double* out0, double* out1,
                                   bool prefetch) {
@@ -315,17 +315,17 @@ HWY_INLINE void CanonRowSumsPairR(const T* HWY_RESTRICT x0, const T* HWY_RESTRIC
   }
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF>
+template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF>
 HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T* y1, size_t n, const VF& vf,
                                  const SF& sf, double* out0, double* out1, bool prefetch = false) {
   switch (kCanonLanes / hn::Lanes(CanonD())) {
     case 1:
-      return CanonRowSumsPairR<1, kK, kMix>(x0, y0, x1, y1, n, vf, out0, out1, prefetch);
+      return CanonRowSumsPairR<1, kK, kPipes>(x0, y0, x1, y1, n, vf, out0, out1, prefetch);
     case 2:
-      return CanonRowSumsPairR<2, kK, kMix>(x0, y0, x1, y1, n, vf, out0, out1, prefetch);
+      return CanonRowSumsPairR<2, kK, kPipes>(x0, y0, x1, y1, n, vf, out0, out1, prefetch);
     default:
-      CanonRowSums<kK, kMix>(x0, y0, n, vf, sf, out0, prefetch);
-      CanonRowSums<kK, kMix>(x1, y1, n, vf, sf, out1, prefetch);
+      CanonRowSums<kK, kPipes>(x0, y0, n, vf, sf, out0, prefetch);
+      CanonRowSums<kK, kPipes>(x1, y1, n, vf, sf, out1, prefetch);
   }
 }
 #undef NNOPS_CANON_ACC
@@ -341,10 +341,10 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // detail::canon_column_lane_stride(cols) apart). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
 // out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch_l1`: the next block's lines are
-// prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kMix: as
-// for CanonRowSums. `side(r0, r1)` runs before each block of rows [r0, r1): other work interleaved with the sums (a
-// pipelined channels-last kernel writes the previous unit's rows), which must not touch the sums' inputs, outputs or
-// acc; the scalar build skips it.
+// prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kPipes: as
+// for CanonRowSums, with the accumulators of a strip of 4 vectors in the role of kR = 4. `side(r0, r1)` runs before
+// each block of rows [r0, r1): other work interleaved with the sums (a pipelined channels-last kernel writes the
+// previous unit's rows), which must not touch the sums' inputs, outputs or acc; the scalar build skips it.
 //
 // NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
 // few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16
@@ -364,7 +364,7 @@ constexpr size_t kCanonColumnBlock = 4 * kCanonLanes;
 // x itself (2 x 16 doubles a column against 64 elements; channels-last GroupNorm [64, 1280, 8, 8] ran at a quarter of
 // the row-major speed). The same operations in the same order as the blocked walk below, on the same pipes: the same
 // bits. acc is not used.
-template <size_t kK, bool kMix, typename T, class VF, class SF>
+template <size_t kK, Pipes kPipes, typename T, class VF, class SF>
 HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                      size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT out0,
                                      double* HWY_RESTRICT out1) {
@@ -375,8 +375,9 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
   const size_t strips_end = cols / (4 * N) * 4 * N;  // the blocked walk's strips of 4 vectors end here
   size_t c = 0;
   for (; c + N <= cols; c += N) {
-    // The first statistic of a strip's first two vectors adds on the add pipes under kMix, as in the blocked walk.
-    const bool add_pipe = kMix && c < strips_end && (c / N) % 4 < 2;
+    // A strip's vectors add on the pipes of the blocked walk's (their place in the strip: OnAddPipe).
+    const bool add_a = c < strips_end && OnAddPipe(kPipes, 0, (c / N) % 4, 4);
+    const bool add_b = c < strips_end && OnAddPipe(kPipes, 1, (c / N) % 4, 4);
     auto z = hn::Zero(d);
     auto s0a = z, s0b = z, s1a = z, s1b = z, s2a = z, s2b = z, s3a = z, s3b = z, ta = z, tb = z;
     // Lane l of the column vector (rows l, l + 16, ..., from +0.0) into A and B.
@@ -387,8 +388,8 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
       auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                                       \
       vf(d, hn::PromoteTo(d, LoadF32(df, x + r * stride + c)), hn::PromoteTo(d, LoadF32(df, y + r * stride + c)), c, \
          &t0, &t1);                                                                                                  \
-      a = add_pipe ? hn::Add(a, t0) : AccAdd(a, t0, one);                                                            \
-      if (kK > 1) b = AccAdd(b, t1, one);                                                                            \
+      a = add_a ? hn::Add(a, t0) : AccAdd(a, t0, one);                                                               \
+      if (kK > 1) b = add_b ? hn::Add(b, t1) : AccAdd(b, t1, one);                                                   \
     }                                                                                                                \
     A = a, B = b;                                                                                                    \
   }
@@ -426,14 +427,14 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
   }
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
+template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                 size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
                                 double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, bool prefetch_l1,
                                 Side&& side = Side()) {
   if (rows <= kCanonColumnBlock) {
     if (rows > 0) side(size_t{0}, rows);
-    return CanonColumnSumsShort<kK, kMix>(x, y, stride, rows, cols, vf, sf, out0, out1);
+    return CanonColumnSumsShort<kK, kPipes>(x, y, stride, rows, cols, vf, sf, out0, out1);
   }
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
@@ -492,12 +493,12 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
           const T* yr = y + r * stride + c;
 // Vector j of the strip takes the terms of the float32 vectors X, Y; vectors j and k = j + 1 are loaded as one pair
 // (LoadF32Pair).
-#define NNOPS_CANON_COL_ADD(j, X, Y)                                      \
-  {                                                                       \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                              \
-    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), c + j * N, &t0, &t1); \
-    a##j = (kMix && j < 2) ? hn::Add(a##j, t0) : AccAdd(a##j, t0, one);   \
-    if (kK > 1) b##j = AccAdd(b##j, t1, one);                             \
+#define NNOPS_CANON_COL_ADD(j, X, Y)                                                           \
+  {                                                                                            \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                   \
+    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), c + j * N, &t0, &t1);                      \
+    a##j = OnAddPipe(kPipes, 0, j, 4) ? hn::Add(a##j, t0) : AccAdd(a##j, t0, one);             \
+    if (kK > 1) b##j = OnAddPipe(kPipes, 1, j, 4) ? hn::Add(b##j, t1) : AccAdd(b##j, t1, one); \
   }
 #define NNOPS_CANON_COL2(j, k)             \
   {                                        \
@@ -576,7 +577,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
 #else  // no float64 vectors: the same order, one element at a time
 
 // The side work is left to the caller's finish (it only makes progress; see CanonRowSumsR).
-template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
+template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const SF& sf, double* out, bool = false,
                              Side&& = Side()) {
   double la[kCanonLanes] = {}, lb[kCanonLanes] = {};
@@ -590,14 +591,14 @@ HWY_INLINE void CanonRowSums(const T* x, const T* y, size_t n, const VF&, const 
   if (kK > 1) out[1] = CanonCombine(lb);
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF>
+template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF>
 HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T* y1, size_t n, const VF& vf,
                                  const SF& sf, double* out0, double* out1, bool prefetch = false) {
-  CanonRowSums<kK, kMix>(x0, y0, n, vf, sf, out0, prefetch);
-  CanonRowSums<kK, kMix>(x1, y1, n, vf, sf, out1, prefetch);
+  CanonRowSums<kK, kPipes>(x0, y0, n, vf, sf, out0, prefetch);
+  CanonRowSums<kK, kPipes>(x1, y1, n, vf, sf, out1, prefetch);
 }
 
-template <size_t kK, bool kMix = false, typename T, class VF, class SF, class Side = NoSide>
+template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const VF&,
                                 const SF& sf, double* acc, double* out0, double* out1, bool, Side&& = Side()) {
   double* acc0 = acc;

@@ -55,6 +55,15 @@ bool software_prefetch(PrefetchLoop loop);
 /// NNOPS_COLUMN_PREFETCH_L1=0 or 1 overrides.
 bool column_prefetch_l1();
 
+/// Whether GroupNormBackward's row-major float32 sums (dy and dy (x - mean)) leave some accumulations on the float
+/// add pipes (Pipes::kHalfAndQuarter, src/core/fp_pipes-inl.h) instead of putting all of them on the FMA pipes;
+/// results never depend on it. AMD Zen 2 only, where the core widens float32 to float64 once a cycle and the
+/// widening takes slots of both pipe kinds: a copy of the loop over rows of 4096 floats in L1 (docs/performance.md,
+/// "Zen 2, a fourth session") 12.7-13.0 -> 11.2-11.5 cycles per 16 elements, while float16 lost (18.8 -> 19.7) and
+/// bfloat16 did not change; on Zen 4 all of them on the FMA pipes measured best, and Intel cores add and multiply
+/// on the same ports. NNOPS_SPLIT_SUM_PIPES=0 or 1 overrides.
+bool split_sum_pipes();
+
 /// Whether the row-major GroupNorm and GroupNormBackward kernels write a group's streamed output while the next
 /// group's statistics pass reads that group in (PipelineGroups, src/core/row_map-inl.h), rather than group by group,
 /// for a call whose statistics pass reads `input_bytes`; results never depend on it. Measured (docs/performance.md,

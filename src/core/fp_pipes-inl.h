@@ -22,7 +22,7 @@ namespace hn = hwy::HWY_NAMESPACE;
 // moving accumulations onto the FMA pipes balances them. Measured on [4096] float32 in L1 (AVX2, Zen 4), per 16
 // elements 4 widenings, 4 x - K, 4 squares and 8 accumulations: all on the add pipes 5.69 G elements/s; all 8
 // accumulations on the FMA pipes 7.55 (12 FMA-pipe against 8 add-pipe operations); 2 of the 8 on the add pipes
-// 8.84 (10 and 10: CanonRowSums' kMix split). The 1 is opaque to the compiler, which would otherwise fold
+// 8.84 (10 and 10: Pipes::kHalfOfFirst). The 1 is opaque to the compiler, which would otherwise fold
 // fma(t, 1, acc) back into an add. Elsewhere (ARM: one pipe kind; x86 without FMA) a plain add.
 #undef NNOPS_ACC_ON_FMA
 #if HWY_ARCH_X86 && HWY_NATIVE_FMA
@@ -43,6 +43,25 @@ HWY_INLINE V AccAdd(V acc, V t, V one) {
   (void)one;
   return hn::Add(acc, t);
 #endif
+}
+// Which accumulators of a sum of kR accumulators per statistic add on the add pipes (hn::Add); the others go
+// through AccAdd. The bits are the same either way; the best split depends on the terms' other operations and on
+// the core (docs/performance.md):
+//   kFma: none, for terms with more additions than multiplies;
+//   kHalfOfFirst: half of the first statistic's, for terms of one subtraction and one multiply (x - K, (x - K)^2);
+//   kHalfAndQuarter: half of the first statistic's and a quarter of the second's, for float32 (dy, dy (x - mean))
+//     on AMD Zen 2, whose float32 -> float64 conversions (dy and x both widened) take issue slots of the add and
+//     the multiply pipes alike (detail::split_sum_pipes).
+enum class Pipes { kFma, kHalfOfFirst, kHalfAndQuarter };
+constexpr bool OnAddPipe(Pipes p, size_t stat, size_t r, size_t kR) {
+  switch (p) {
+    case Pipes::kHalfOfFirst:
+      return stat == 0 && 2 * r < kR;
+    case Pipes::kHalfAndQuarter:
+      return (stat == 0 ? 2 : 4) * r < kR;
+    default:
+      return false;
+  }
 }
 // a - b with AccAdd's pipe choice: fma(-b, 1, a) = NegMulAdd(b, 1, a) rounds a - b once.
 template <class V>

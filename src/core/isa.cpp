@@ -203,6 +203,11 @@ bool column_prefetch_l1() {
   return on;
 }
 
+bool split_sum_pipes() {
+  static const bool on = env_switch("NNOPS_SPLIT_SUM_PIPES").value_or(cpu_kind() == CpuKind::kAmdZen2);
+  return on;
+}
+
 uint64_t overlap_passes_max_bytes() {
   constexpr uint64_t kAny = ~uint64_t{0};
   static const std::optional<bool> env = env_switch("NNOPS_OVERLAP_PASSES");

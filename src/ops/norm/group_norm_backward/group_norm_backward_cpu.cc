@@ -159,7 +159,8 @@ struct GroupDx {
 };
 
 template <typename T, class SideOf>
-GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, const SideOf& side_of) {
+GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, bool split_pipes,
+                      const SideOf& side_of) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups, c0 = g * cpg;
   const size_t hw = static_cast<size_t>(a.hw);
   const int64_t off = (n * a.c + c0) * a.hw;
@@ -178,7 +179,16 @@ GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, 
   double* ds = s.d_sum + n * a.c + c0;
   for (int64_t c = 0; c < cpg; ++c) {
     double out[2];
-    CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
+    if constexpr (std::is_same_v<T, float>) {
+      if (split_pipes) {
+        CanonRowSums<2, Pipes::kHalfAndQuarter>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
+      } else {
+        CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
+      }
+    } else {
+      (void)split_pipes;  // float32 only (detail::split_sum_pipes)
+      CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
+    }
     bs[c] = out[0];
     ds[c] = out[1];
   }
@@ -190,11 +200,13 @@ GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, 
 
 // A thread's row-major groups [q0, q1): pass 1, then dx (if asked for; see PipelineGroups for `pipeline`).
 template <typename T>
-void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool stream, bool prefetch, bool pipeline,
-                size_t burst) {
+void GroupsNCHW(const Args& a, const Plan& p, const Shared& s, int64_t q0, int64_t q1) {
   const int64_t cpg = a.cpg();
-  const size_t hw = static_cast<size_t>(a.hw);
-  auto sums = [&](int64_t q, const auto& side_of) { return GroupNCHWSums<T>(a, s, q, prefetch, side_of); };
+  const size_t hw = static_cast<size_t>(a.hw), burst = static_cast<size_t>(p.pipeline_burst);
+  const bool stream = p.stream_output;
+  auto sums = [&](int64_t q, const auto& side_of) {
+    return GroupNCHWSums<T>(a, s, q, p.prefetch, p.split_sum_pipes, side_of);
+  };
   auto row_of = [&](int64_t q, int64_t c, const GroupDx& g) {
     const GroupConsts& k = g.k;
     const int64_t off = (q * cpg + c) * a.hw;
@@ -202,7 +214,7 @@ void GroupsNCHW(const Args& a, const Shared& s, int64_t q0, int64_t q1, bool str
     return MakeSideRow(static_cast<T*>(a.dx) + off, hw, stream, burst, f, static_cast<const T*>(a.dy) + off,
                        static_cast<const T*>(a.x) + off);
   };
-  PipelineGroups(q0, q1, a.dx == nullptr ? 0 : cpg, pipeline, sums, row_of);
+  PipelineGroups(q0, q1, a.dx == nullptr ? 0 : cpg, p.pipeline, sums, row_of);
 }
 
 template <typename T>
@@ -276,7 +288,7 @@ void RunT(const Plan& p, const Args& a, unsigned char* ws) {
     unsigned char* scratch = scratch0 + static_cast<uint64_t>(tid) * p.scratch_bytes;
     const auto [u0, u1] = detail::split_range(p.units, nt, tid);
     if (a.layout == Layout::kNCHW) {
-      GroupsNCHW<T>(a, s, u0, u1, p.stream_output, p.prefetch, p.pipeline, static_cast<size_t>(p.pipeline_burst));
+      GroupsNCHW<T>(a, p, s, u0, u1);
     } else {
       for (int64_t u = u0; u < u1; ++u) ChunkNHWC<T>(a, p, s, u, scratch);
     }

@@ -56,6 +56,9 @@ struct Plan {
   /// Channels-last column sums: the next block prefetched into L1, not L2 (detail::column_prefetch_l1; the bits do
   /// not depend on it).
   bool column_prefetch_l1 = false;
+  /// Row-major float32: pass 1's accumulations split between the add and the FMA pipes (detail::split_sum_pipes; the
+  /// bits do not depend on it).
+  bool split_sum_pipes = false;
   /// Row-major: each group's dx written while the next group's pass 1 reads that group in (see gn::Plan).
   bool pipeline = false;
   int pipeline_burst = 1;  ///< see gn::Plan

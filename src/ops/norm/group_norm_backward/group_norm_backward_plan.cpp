@@ -24,10 +24,11 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // float32), ratio 0.50-0.51 unpipelined against 0.46-0.53, no gain; pass 1's column sums of two arrays are bound by
   // their own work, not by memory (docs/performance.md, "Channels-last samples pipelined").
   p.pipeline = (u.pipeline && a.layout == Layout::kNCHW) || u.prefetched_pipeline;
-  // The CPU also enters the plan, here the two prefetch choices and in split_units the stream threshold and the
-  // pipeline (the same bits either way).
+  // The CPU also enters the plan, here the two prefetch choices, the pipe split and in split_units the stream threshold
+  // and the pipeline (the same bits either way).
   p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics) || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
+  p.split_sum_pipes = a.dtype == DType::kFloat32 && detail::split_sum_pipes();
   p.pipeline_burst = detail::overlap_burst_steps();
   return p;
 }
