@@ -171,13 +171,11 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       }
       const double mc[cols] = {0, 0, m, 0, 0};
       std::vector<double> acc(detail::canon_column_acc_doubles(cols)), o0(cols), o1(cols);
-      for (int pipes = 0; pipes < 3; ++pipes) {
-        SCOPED_TRACE("pipes " + std::to_string(pipes));
-        HWY_DYNAMIC_DISPATCH(ColumnsF32)
-        (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false, pipes);
-        EXPECT_EQ(o0[2], want[0]);
-        EXPECT_EQ(o1[2], want[1]);
-      }
+      // 5 columns are no whole strip, so the pipe split does not enter (WideColumns below covers it).
+      HWY_DYNAMIC_DISPATCH(ColumnsF32)
+      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false, 0);
+      EXPECT_EQ(o0[2], want[0]);
+      EXPECT_EQ(o1[2], want[1]);
       // bfloat16 storage, rows and columns.
       std::vector<uint16_t> xb(n), yb(n), xab(n * cols), yab(n * cols);
       for (std::size_t i = 0; i < n; ++i) {
@@ -242,8 +240,9 @@ void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
       for (int k = 0; k < 8; ++k) {
         const int b = k & 1, same = k >> 1 & 1;
         const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
+        // float32 runs the pipe splits (ColumnsF32's `pipes`) 0, 2, 1, 0 for k = 0, 2, 4, 6.
         SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
-                     (l1 ? ", prefetch into L1" : ""));
+                     (l1 ? ", prefetch into L1" : "") + (b ? "" : ", pipes " + std::to_string(k % 3)));
         std::vector<double> acc(detail::canon_column_acc_doubles(cols), -7.5), o0(cols), o1(cols);
         if (b) {
           HWY_DYNAMIC_DISPATCH(ColumnsBF16)

@@ -215,11 +215,17 @@ HWY_INLINE void CanonRowSumsR(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, 
       if (y != x) PrefetchStream(y + i, kCanonLanes * sizeof(T));
     }
 #define NNOPS_CANON_STEP2(r, s) NNOPS_CANON_STEP2_OF(x, y, a, b, r, s)
+    // One step per line; clang-format re-wraps these statements without semicolons differently on every run.
+    // clang-format off
     NNOPS_CANON_STEP2(0, 1)
     NNOPS_CANON_STEP2(2, 3)
     NNOPS_CANON_STEP2(4, 5)
-    NNOPS_CANON_STEP2(6, 7) NNOPS_CANON_STEP2(8, 9) NNOPS_CANON_STEP2(10, 11) NNOPS_CANON_STEP2(12, 13)
-        NNOPS_CANON_STEP2(14, 15)
+    NNOPS_CANON_STEP2(6, 7)
+    NNOPS_CANON_STEP2(8, 9)
+    NNOPS_CANON_STEP2(10, 11)
+    NNOPS_CANON_STEP2(12, 13)
+    NNOPS_CANON_STEP2(14, 15)
+    // clang-format on
 #undef NNOPS_CANON_STEP2
   }
   // The tail: element i + k into lane k (accumulator k / N, its lane k mod N), as the vector steps would have
@@ -342,7 +348,8 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
 // out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch_l1`: the next block's lines are
 // prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kPipes: as
-// for CanonRowSums, with the accumulators of a strip of 4 vectors in the role of kR = 4. `side(r0, r1)` runs before
+// for CanonRowSums, with the 4 vectors of a strip of columns as the accumulators (the vectors after the last whole
+// strip all through AccAdd). `side(r0, r1)` runs before
 // each block of rows [r0, r1): other work interleaved with the sums (a pipelined channels-last kernel writes the
 // previous unit's rows), which must not touch the sums' inputs, outputs or acc; the scalar build skips it.
 //
@@ -375,7 +382,8 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
   const size_t strips_end = cols / (4 * N) * 4 * N;  // the blocked walk's strips of 4 vectors end here
   size_t c = 0;
   for (; c + N <= cols; c += N) {
-    // A strip's vectors add on the pipes of the blocked walk's (their place in the strip: OnAddPipe).
+    // A whole strip's vector adds on the pipes it would in the blocked walk (OnAddPipe of its place in the strip); the
+    // vectors after the last whole strip all go through AccAdd, as there.
     const bool add_a = c < strips_end && OnAddPipe(kPipes, 0, (c / N) % 4, 4);
     const bool add_b = c < strips_end && OnAddPipe(kPipes, 1, (c / N) % 4, 4);
     auto z = hn::Zero(d);

@@ -60,8 +60,9 @@ bool column_prefetch_l1();
 /// results never depend on it. AMD Zen 2 only, where the core widens float32 to float64 once a cycle and the
 /// widening takes slots of both pipe kinds: a copy of the loop over rows of 4096 floats in L1 (docs/performance.md,
 /// "Zen 2, a fourth session") 12.7-13.0 -> 11.2-11.5 cycles per 16 elements, while float16 lost (18.8 -> 19.7) and
-/// bfloat16 did not change; on Zen 4 all of them on the FMA pipes measured best, and Intel cores add and multiply
-/// on the same ports. NNOPS_SPLIT_SUM_PIPES=0 or 1 overrides.
+/// bfloat16 did not change. Elsewhere off: Zen 4 and Zen 5 were not measured with it (an earlier session put all
+/// of these accumulations on the FMA pipes there), Intel cores add and multiply on the same ports, and on targets
+/// without FMA (ARM, SSE4) every accumulation is an add anyway. NNOPS_SPLIT_SUM_PIPES=0 or 1 overrides.
 bool split_sum_pipes();
 
 /// Whether the row-major GroupNorm and GroupNormBackward kernels write a group's streamed output while the next

@@ -44,7 +44,7 @@ HWY_INLINE V AccAdd(V acc, V t, V one) {
   return hn::Add(acc, t);
 #endif
 }
-// Which accumulators of a sum of kR accumulators per statistic add on the add pipes (hn::Add); the others go
+// Which accumulators of a sum of `accs` accumulators per statistic add on the add pipes (hn::Add); the others go
 // through AccAdd. The bits are the same either way; the best split depends on the terms' other operations and on
 // the core (docs/performance.md):
 //   kFma: none, for terms with more additions than multiplies;
@@ -52,16 +52,19 @@ HWY_INLINE V AccAdd(V acc, V t, V one) {
 //   kHalfAndQuarter: half of the first statistic's and a quarter of the second's, for float32 (dy, dy (x - mean))
 //     on AMD Zen 2, whose float32 -> float64 conversions (dy and x both widened) take issue slots of the add and
 //     the multiply pipes alike (detail::split_sum_pipes).
+// Fractions round up to whole accumulators: exact with four (AVX2, where they were measured); with two (AVX-512) a
+// quarter is one, and with one accumulator (SVE from 1024 bits) it adds on the add pipes under any split but kFma.
 enum class Pipes { kFma, kHalfOfFirst, kHalfAndQuarter };
-constexpr bool OnAddPipe(Pipes p, size_t stat, size_t r, size_t kR) {
+constexpr bool OnAddPipe(Pipes p, size_t stat, size_t r, size_t accs) {
   switch (p) {
-    case Pipes::kHalfOfFirst:
-      return stat == 0 && 2 * r < kR;
-    case Pipes::kHalfAndQuarter:
-      return (stat == 0 ? 2 : 4) * r < kR;
-    default:
+    case Pipes::kFma:
       return false;
+    case Pipes::kHalfOfFirst:
+      return stat == 0 && 2 * r < accs;
+    case Pipes::kHalfAndQuarter:
+      return (stat == 0 ? 2 : 4) * r < accs;
   }
+  return false;
 }
 // a - b with AccAdd's pipe choice: fma(-b, 1, a) = NegMulAdd(b, 1, a) rounds a - b once.
 template <class V>

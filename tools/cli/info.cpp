@@ -44,8 +44,10 @@ int run_info() {
   std::printf(" (NNOPS_SOFTWARE_PREFETCH)\n");
   std::printf("column sums:    prefetch into %s (NNOPS_COLUMN_PREFETCH_L1)\n",
               detail::column_prefetch_l1() ? "L1" : "L2");
-  std::printf("sum pipes:      GroupNormBackward's float32 sums %s (NNOPS_SPLIT_SUM_PIPES)\n",
-              detail::split_sum_pipes() ? "on the add and the FMA pipes" : "on the FMA pipes");
+  std::printf(
+      "sum pipes:      GroupNormBackward's row-major float32 sums split between add and FMA pipes: %s "
+      "(NNOPS_SPLIT_SUM_PIPES)\n",
+      detail::split_sum_pipes() ? "on" : "off");
   const uint64_t overlap = detail::overlap_passes_max_bytes();
   const int burst = detail::overlap_burst_steps();
   const std::string bursts = burst > 1 ? ", the output in bursts of " + std::to_string(burst) + " steps" : "";

@@ -159,8 +159,7 @@ struct GroupDx {
 };
 
 template <typename T, class SideOf>
-GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, bool split_pipes,
-                      const SideOf& side_of) {
+GroupDx GroupNCHWSums(const Args& a, const Plan& p, const Shared& s, int64_t q, const SideOf& side_of) {
   const int64_t cpg = a.cpg(), n = q / a.groups, g = q % a.groups, c0 = g * cpg;
   const size_t hw = static_cast<size_t>(a.hw);
   const int64_t off = (n * a.c + c0) * a.hw;
@@ -177,16 +176,17 @@ GroupDx GroupNCHWSums(const Args& a, const Shared& s, int64_t q, bool prefetch, 
   };
   double* bs = s.b_sum + n * a.c + c0;
   double* ds = s.d_sum + n * a.c + c0;
+  const bool prefetch = p.prefetch;
   for (int64_t c = 0; c < cpg; ++c) {
     double out[2];
-    if constexpr (std::is_same_v<T, float>) {
-      if (split_pipes) {
+    // The split exists only where AccAdd is not an add (x86 with FMA), and for float32 (detail::split_sum_pipes).
+    if constexpr (std::is_same_v<T, float> && NNOPS_ACC_ON_FMA) {
+      if (p.split_sum_pipes) {
         CanonRowSums<2, Pipes::kHalfAndQuarter>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
       } else {
         CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
       }
     } else {
-      (void)split_pipes;  // float32 only (detail::split_sum_pipes)
       CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
     }
     bs[c] = out[0];
@@ -204,9 +204,7 @@ void GroupsNCHW(const Args& a, const Plan& p, const Shared& s, int64_t q0, int64
   const int64_t cpg = a.cpg();
   const size_t hw = static_cast<size_t>(a.hw), burst = static_cast<size_t>(p.pipeline_burst);
   const bool stream = p.stream_output;
-  auto sums = [&](int64_t q, const auto& side_of) {
-    return GroupNCHWSums<T>(a, s, q, p.prefetch, p.split_sum_pipes, side_of);
-  };
+  auto sums = [&](int64_t q, const auto& side_of) { return GroupNCHWSums<T>(a, p, s, q, side_of); };
   auto row_of = [&](int64_t q, int64_t c, const GroupDx& g) {
     const GroupConsts& k = g.k;
     const int64_t off = (q * cpg + c) * a.hw;

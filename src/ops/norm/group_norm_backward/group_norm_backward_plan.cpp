@@ -28,7 +28,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // and the pipeline (the same bits either way).
   p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics) || u.prefetched_pipeline;
   p.column_prefetch_l1 = detail::column_prefetch_l1();
-  p.split_sum_pipes = a.dtype == DType::kFloat32 && detail::split_sum_pipes();
+  p.split_sum_pipes = a.dtype == DType::kFloat32 && a.layout == Layout::kNCHW && detail::split_sum_pipes();
   p.pipeline_burst = detail::overlap_burst_steps();
   return p;
 }
