@@ -349,9 +349,9 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch_l1`: the next block's lines are
 // prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kPipes: as
 // for CanonRowSums, with the 4 vectors of a strip of columns as the accumulators (the vectors after the last whole
-// strip all through AccAdd). `side(r0, r1)` runs before
-// each block of rows [r0, r1): other work interleaved with the sums (a pipelined channels-last kernel writes the
-// previous unit's rows), which must not touch the sums' inputs, outputs or acc; the scalar build skips it.
+// strip all through AccAdd). `side(r0, r1)` runs before each block of rows [r0, r1): other work interleaved with the
+// sums (a pipelined channels-last kernel writes the previous unit's rows), which must not touch the sums' inputs,
+// outputs or acc; the scalar build skips it.
 //
 // NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
 // few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16

@@ -176,21 +176,22 @@ GroupDx GroupNCHWSums(const Args& a, const Plan& p, const Shared& s, int64_t q, 
   };
   double* bs = s.b_sum + n * a.c + c0;
   double* ds = s.d_sum + n * a.c + c0;
-  const bool prefetch = p.prefetch;
-  for (int64_t c = 0; c < cpg; ++c) {
-    double out[2];
-    // The split exists only where AccAdd is not an add (x86 with FMA), and for float32 (detail::split_sum_pipes).
-    if constexpr (std::is_same_v<T, float> && NNOPS_ACC_ON_FMA) {
-      if (p.split_sum_pipes) {
-        CanonRowSums<2, Pipes::kHalfAndQuarter>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
-      } else {
-        CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
-      }
-    } else {
-      CanonRowSums<2>(dy + c * hw, x + c * hw, hw, vf, sf, out, prefetch, side_of(c));
+  // The channels' sums, the accumulations on the pipes `pipes` says (a std::integral_constant<Pipes, ...>).
+  auto rows = [&](auto pipes) HWY_ATTR {
+    for (int64_t c = 0; c < cpg; ++c) {
+      double out[2];
+      CanonRowSums<2, decltype(pipes)::value>(dy + c * hw, x + c * hw, hw, vf, sf, out, p.prefetch, side_of(c));
+      bs[c] = out[0];
+      ds[c] = out[1];
     }
-    bs[c] = out[0];
-    ds[c] = out[1];
+  };
+  // The split exists only for float32 (detail::split_sum_pipes) and where AccAdd is not an add (x86 with FMA); the
+  // other instantiations take kFma in both branches, so they carry one loop.
+  constexpr bool kCanSplit = std::is_same_v<T, float> && NNOPS_ACC_ON_FMA;
+  if (kCanSplit && p.split_sum_pipes) {
+    rows(std::integral_constant < Pipes, kCanSplit ? Pipes::kHalfAndQuarter : Pipes::kFma > {});
+  } else {
+    rows(std::integral_constant<Pipes, Pipes::kFma>{});
   }
   if (a.dx == nullptr) return {GroupConsts{}, c0};  // only the sums, for dgamma and dbeta
   double sa, sb;
