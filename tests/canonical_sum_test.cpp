@@ -48,7 +48,7 @@ void RowsPairF32(const float* x0, const float* y0, const float* x1, const float*
 // The same two statistics for every column of rows x cols arrays (row stride `stride`), with m per column.
 template <Pipes P = Pipes::kFma, typename T>
 void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-             double* out0, double* out1, bool prefetch_l1) {
+             double* out0, double* out1, detail::ColumnPrefetch prefetch) {
   auto vf = [m](auto d, auto vx, auto vy, size_t c, auto* s0, auto* s1) HWY_ATTR {
     *s0 = vx;
     *s1 = hn::Mul(hn::Sub(vx, hn::LoadU(d, m + c)), vy);
@@ -57,7 +57,7 @@ void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, co
     *s0 = vx;
     *s1 = (vx - m[c]) * vy;
   };
-  CanonColumnSums<2, P>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, prefetch_l1);
+  CanonColumnSums<2, P>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, prefetch);
 }
 // `pipes`: 0, 1, 2 for Pipes::kFma, kHalfOfFirst, kHalfAndQuarter.
 void RowsF32(const float* x, const float* y, size_t n, double m, double* out, int pipes) {
@@ -69,15 +69,15 @@ void RowsBF16(const uint16_t* x, const uint16_t* y, size_t n, double m, double* 
   Rows(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), n, m, out);
 }
 void ColumnsF32(const float* x, const float* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-                double* o0, double* o1, bool prefetch_l1, int pipes) {
-  if (pipes == 1) return Columns<Pipes::kHalfOfFirst>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
-  if (pipes == 2) return Columns<Pipes::kHalfAndQuarter>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
-  Columns(x, y, stride, rows, cols, m, acc, o0, o1, prefetch_l1);
+                double* o0, double* o1, detail::ColumnPrefetch prefetch, int pipes) {
+  if (pipes == 1) return Columns<Pipes::kHalfOfFirst>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch);
+  if (pipes == 2) return Columns<Pipes::kHalfAndQuarter>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch);
+  Columns(x, y, stride, rows, cols, m, acc, o0, o1, prefetch);
 }
 void ColumnsBF16(const uint16_t* x, const uint16_t* y, size_t stride, size_t rows, size_t cols, const double* m,
-                 double* acc, double* o0, double* o1, bool prefetch_l1) {
+                 double* acc, double* o0, double* o1, detail::ColumnPrefetch prefetch) {
   Columns(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), stride, rows, cols,
-          m, acc, o0, o1, prefetch_l1);
+          m, acc, o0, o1, prefetch);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -173,7 +173,7 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       std::vector<double> acc(detail::canon_column_acc_doubles(cols)), o0(cols), o1(cols);
       // 5 columns are no whole strip, so the pipe split does not enter (WideColumns below covers it).
       HWY_DYNAMIC_DISPATCH(ColumnsF32)
-      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false, 0);
+      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), detail::ColumnPrefetch::kL2, 0);
       EXPECT_EQ(o0[2], want[0]);
       EXPECT_EQ(o1[2], want[1]);
       // bfloat16 storage, rows and columns.
@@ -192,7 +192,7 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       EXPECT_EQ(got[0], definition(t0));
       EXPECT_EQ(got[1], definition(t1));
       HWY_DYNAMIC_DISPATCH(ColumnsBF16)
-      (xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), false);
+      (xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), detail::ColumnPrefetch::kL2);
       EXPECT_EQ(o0[2], definition(t0));
       EXPECT_EQ(o1[2], definition(t1));
     }
@@ -202,7 +202,7 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
 
 // Wide arrays, which the 5 columns above do not reach: the column walk's blocks of rows (many, the last one short),
 // its strips of 4 vectors of columns, the vector columns after the last whole strip and the scalar ones after
-// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and both prefetch hints;
+// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and every prefetch choice;
 // and the same columns over at most one block of rows (64 or fewer: each column vector's lanes and their tree in
 // registers, CanonColumnSumsShort), 65 (a block and one row).
 // 203 columns are 6 strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2).
@@ -239,18 +239,20 @@ void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
     testing::for_each_isa([&](const std::string&) {
       for (int k = 0; k < 8; ++k) {
         const int b = k & 1, same = k >> 1 & 1;
-        const bool l1 = k >> 2;  // the prefetch hint (the bits do not depend on it)
+        // The next block not prefetched, prefetched into L2 or into L1 (the bits do not depend on it).
+        const auto prefetch = static_cast<detail::ColumnPrefetch>((k >> 1) % 3);
         // float32 runs the pipe splits (ColumnsF32's `pipes`) 0, 2, 1, 0 for k = 0, 2, 4, 6.
-        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
-                     (l1 ? ", prefetch into L1" : "") + (b ? "" : ", pipes " + std::to_string(k % 3)));
+        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") + ", prefetch " +
+                     std::to_string((k >> 1) % 3) + (b ? "" : ", pipes " + std::to_string(k % 3)));
         std::vector<double> acc(detail::canon_column_acc_doubles(cols), -7.5), o0(cols), o1(cols);
         if (b) {
           HWY_DYNAMIC_DISPATCH(ColumnsBF16)
-          (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1);
+          (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(),
+           prefetch);
         } else {
           HWY_DYNAMIC_DISPATCH(ColumnsF32)
-          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), l1,
-           k % 3);
+          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(),
+           prefetch, k % 3);
         }
         int wrong = 0;
         for (std::size_t c = 0; c < cols; ++c) {

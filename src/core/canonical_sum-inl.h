@@ -30,6 +30,7 @@
 #include "hwy/highway.h"
 #include "nnops/dtype.hpp"
 #include "src/core/canonical_sum.hpp"
+#include "src/core/check.hpp"
 #include "src/core/fp_pipes-inl.h"
 #include "src/core/simd_convert-inl.h"
 
@@ -346,8 +347,8 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // the lanes live in `acc` (detail::canon_column_acc_doubles(cols) doubles, any contents; lanes
 // detail::canon_column_lane_stride(cols) apart). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
-// out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch_l1`: the next block's lines are
-// prefetched into L1 (prefetcht0) instead of L2 (detail::column_prefetch_l1; the bits do not depend on it). kPipes: as
+// out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch`: whether the next block's lines are
+// prefetched, into L2 or L1 (detail::column_prefetch; the bits do not depend on it). kPipes: as
 // for CanonRowSums, with the 4 vectors of a strip of columns as the accumulators (the vectors after the last whole
 // strip all through AccAdd). `side(r0, r1)` runs before each block of rows [r0, r1): other work interleaved with the
 // sums (a pipelined channels-last kernel writes the previous unit's rows), which must not touch the sums' inputs,
@@ -355,13 +356,18 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 //
 // NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
 // few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16
-// share a lane, so a block of kCanonColumnBlock rows is walked strip by strip (4 vectors of columns) and lane
-// by lane, the strip's accumulators of one lane held in registers over the block's kCanonColumnBlock / 16 rows
-// of that lane. Each (lane, column) still adds its rows in increasing order: the same bits as row by row. The
-// strided walk touches each line of the block once but hides the order from the hardware prefetchers, so the
-// next block's lines are prefetched in address order along the way. 64 rows measured best on [24, 320, 64, 64]
-// channels-last float32 (AVX2, 1 thread; forward 30 -> 17 ms with streamed output): longer blocks keep more
-// lines in flight at once and lost, most in the backward pass's two arrays.
+// share a lane, so a block of kCanonColumnBlock rows is walked lane by lane and, within a lane, strip by strip (4
+// vectors of columns), the strip's accumulators of one lane held in registers over the block's
+// kCanonColumnBlock / 16 rows of that lane. Each (lane, column) still adds its rows in increasing order: the same
+// bits as row by row. Lane by lane, the walk reads its 4 rows from start to end, and lane l + 1's rows follow lane
+// l's in memory, so the hardware prefetchers see 4 sequential streams (strip by strip, as before, the walk went down
+// the block 64 bytes at a time and hid the order from them: AMD Zen 2 harness, 320 columns, the two GroupNorm sums,
+// 0.225 -> 0.206 ns/element in L2, 0.28 -> 0.27 from memory). Where they follow those streams well enough, the
+// software prefetch of the next block (its lines in address order, spread over this block's steps) only costs
+// (Zen 2: 0.27 -> 0.24 from memory, GroupNormBackward's two arrays 0.47 -> 0.41; detail::column_prefetch). 64 rows
+// measured best on [24, 320, 64, 64] channels-last float32 (AVX2, 1 thread; forward 30 -> 17 ms with streamed
+// output), and again lane by lane on Zen 2 (128 rows: 8 streams, within 5% for one array, 0.43 -> 0.61 for two):
+// longer blocks keep more lines in flight at once and lost, most in the backward pass's two arrays.
 constexpr size_t kCanonColumnBlock = 4 * kCanonLanes;
 
 // CanonColumnSums of at most one block of rows (HxW up to 64 in a channels-last tensor: 8x8, 7x7 and smaller): each
@@ -438,7 +444,7 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
 template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                 size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
-                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, bool prefetch_l1,
+                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, detail::ColumnPrefetch prefetch,
                                 Side&& side = Side()) {
   if (rows <= kCanonColumnBlock) {
     if (rows > 0) side(size_t{0}, rows);
@@ -464,22 +470,23 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     side(r0, r1);
     const bool first = r0 == 0;
     auto load = [&](const double* p) HWY_ATTR { return first ? hn::Zero(d) : hn::LoadU(d, p); };
-    // The next block's lines, in address order, spread evenly over this block's (strip, lane) steps, into L2 (the
-    // block is 64 rows of up to 1024 columns, more than L1 holds): prefetcht1 measured faster than t0 on the Intel
-    // Xeon VM (GroupNorm channels-last [24, 320, 64, 64] float32 0.72-0.74 -> 0.70 ns/element, 1 thread; the
-    // statistics pass alone 0.40 -> 0.33), and no different from t0 on AMD Zen 4 in an earlier session; on AMD
-    // Zen 5 t0 was the faster (`prefetch_l1`, detail::column_prefetch_l1).
+    // Where the plan prefetches: the next block's lines, in address order, spread evenly over this block's (lane,
+    // strip) steps, into L2 (the block is 64 rows of up to 1024 columns, more than L1 holds): prefetcht1 measured
+    // faster than t0 on the Intel Xeon VM (GroupNorm channels-last [24, 320, 64, 64] float32 0.72-0.74 -> 0.70
+    // ns/element, 1 thread; the statistics pass alone 0.40 -> 0.33), and no different from t0 on AMD Zen 4 in an
+    // earlier session; on AMD Zen 5 t0 was the faster (ColumnPrefetch::kL1). All measured strip by strip.
     const size_t pf_end = std::min(rows, r1 + B);
     const size_t steps = cols / (4 * N) * kCanonLanes;
-    const size_t per = steps ? ((pf_end - r1) * seg_lines + steps - 1) / steps : 0;
+    const size_t per =
+        prefetch == detail::ColumnPrefetch::kOff || !steps ? 0 : ((pf_end - r1) * seg_lines + steps - 1) / steps;
     size_t pf_r = r1, pf_o = 0;
-    size_t c = 0;
-    for (; c + 4 * N <= cols; c += 4 * N) {
-      for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
+    const size_t strips_end = cols / (4 * N) * 4 * N;
+    for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
+      for (size_t c = 0; c < strips_end; c += 4 * N) {
         for (size_t k = 0; k < per && pf_r < pf_end; ++k) {
           const unsigned char* px = reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o;
           const unsigned char* py = reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o;
-          if (prefetch_l1) {
+          if (prefetch == detail::ColumnPrefetch::kL1) {
             __builtin_prefetch(px, 0, 3);
             if (y != x) __builtin_prefetch(py, 0, 3);
           } else {
@@ -528,6 +535,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
       }
     }
     // The last columns: one vector, then one column, at a time, each lane over the block's rows as above.
+    size_t c = strips_end;
     for (; c + N <= cols; c += N) {
       for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
         double* l0 = acc0 + l * ls + c;
@@ -608,7 +616,8 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 
 template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const VF&,
-                                const SF& sf, double* acc, double* out0, double* out1, bool, Side&& = Side()) {
+                                const SF& sf, double* acc, double* out0, double* out1, detail::ColumnPrefetch,
+                                Side&& = Side()) {
   double* acc0 = acc;
   double* acc1 = acc + kCanonLanes * cols;
   std::memset(acc, 0, 2 * kCanonLanes * cols * sizeof(double));

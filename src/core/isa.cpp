@@ -180,14 +180,17 @@ const char* prefetch_loop_name(PrefetchLoop loop) {
       return "elementwise";
     case PrefetchLoop::kGroupStatistics:
       return "group statistics";
-    default:
+    case PrefetchLoop::kBlockSums:
       return "block sums";
+    default:
+      return "column blocks";
   }
 }
 
 bool software_prefetch(PrefetchLoop loop) {
   static const std::optional<bool> env = env_switch("NNOPS_SOFTWARE_PREFETCH");
   if (env) return *env;
+  if (loop == PrefetchLoop::kColumnBlocks) return cpu_kind() != CpuKind::kAmdZen2;
   switch (cpu_kind()) {
     case CpuKind::kIntel:
       return true;
@@ -198,9 +201,10 @@ bool software_prefetch(PrefetchLoop loop) {
   }
 }
 
-bool column_prefetch_l1() {
-  static const bool on = env_switch("NNOPS_COLUMN_PREFETCH_L1").value_or(cpu_kind() == CpuKind::kAmdZen5);
-  return on;
+ColumnPrefetch column_prefetch() {
+  static const bool l1 = env_switch("NNOPS_COLUMN_PREFETCH_L1").value_or(cpu_kind() == CpuKind::kAmdZen5);
+  if (!software_prefetch(PrefetchLoop::kColumnBlocks)) return ColumnPrefetch::kOff;
+  return l1 ? ColumnPrefetch::kL1 : ColumnPrefetch::kL2;
 }
 
 bool split_sum_pipes() {

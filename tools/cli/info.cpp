@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <string>
 
 #include "nnops/nnops.hpp"
@@ -39,11 +40,14 @@ int run_info() {
   std::printf("prefetch:      ");
   for (const detail::PrefetchLoop loop : detail::kPrefetchLoops) {
     std::printf(" %s %s%s", detail::prefetch_loop_name(loop), detail::software_prefetch(loop) ? "on" : "off",
-                loop == detail::kPrefetchLoops[2] ? "" : ",");
+                loop == std::end(detail::kPrefetchLoops)[-1] ? "" : ",");
   }
   std::printf(" (NNOPS_SOFTWARE_PREFETCH)\n");
-  std::printf("column sums:    prefetch into %s (NNOPS_COLUMN_PREFETCH_L1)\n",
-              detail::column_prefetch_l1() ? "L1" : "L2");
+  const detail::ColumnPrefetch cp = detail::column_prefetch();
+  std::printf("column sums:    next block %s (NNOPS_COLUMN_PREFETCH_L1)\n",
+              cp == detail::ColumnPrefetch::kOff  ? "not prefetched"
+              : cp == detail::ColumnPrefetch::kL1 ? "prefetched into L1"
+                                                  : "prefetched into L2");
   std::printf(
       "sum pipes:      GroupNormBackward's row-major float32 sums split between add and FMA pipes: %s "
       "(NNOPS_SPLIT_SUM_PIPES)\n",

@@ -12,6 +12,7 @@
 #include "nnops/status.hpp"
 #include "nnops/tensor_view.hpp"
 #include "src/core/canonical_sum.hpp"
+#include "src/core/check.hpp"
 #include "src/core/verify.hpp"
 #include "src/ops/op_desc.hpp"
 
@@ -67,9 +68,9 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
-  /// Channels-last column sums: the next block prefetched into L1, not L2 (detail::column_prefetch_l1; the bits do
-  /// not depend on it).
-  bool column_prefetch_l1 = false;
+  /// Channels-last column sums: whether the next block is prefetched, and into which cache (detail::column_prefetch;
+  /// the bits do not depend on it).
+  detail::ColumnPrefetch column_prefetch = detail::ColumnPrefetch::kL2;
   /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
   /// thread's groups in order), so that the stores to memory overlap the loads from it (Units::pipeline; the bits
   /// do not depend on it). Channels-last (streamed float32 chunks of whole rows): a unit's output rows written

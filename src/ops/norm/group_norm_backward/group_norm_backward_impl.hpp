@@ -53,9 +53,9 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
-  /// Channels-last column sums: the next block prefetched into L1, not L2 (detail::column_prefetch_l1; the bits do
-  /// not depend on it).
-  bool column_prefetch_l1 = false;
+  /// Channels-last column sums: whether the next block is prefetched, and into which cache (detail::column_prefetch;
+  /// the bits do not depend on it).
+  detail::ColumnPrefetch column_prefetch = detail::ColumnPrefetch::kL2;
   /// Row-major float32: pass 1's accumulations split between the add and the FMA pipes (detail::split_sum_pipes; the
   /// bits do not depend on it).
   bool split_sum_pipes = false;
