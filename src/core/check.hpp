@@ -46,7 +46,7 @@ const char* prefetch_loop_name(PrefetchLoop loop);
 ///   with the passes group by group. Off there.
 /// - The channels-last column sums' next block: on everywhere but AMD Zen 2. Since their walk reads a block lane by
 ///   lane (4 sequential streams, src/core/canonical_sum-inl.h), Zen 2's hardware prefetchers feed it better alone:
-///   GroupNorm [103, 320, 64, 64] channels-last float32, 1 / 2 threads, 63.0-64.0 -> 58.3-59.4 / 34.0-34.2 ->
+///   GroupNorm [103, 320, 64, 64] channels-last float32, 1 / 2 threads, 63.0-66.0 -> 58.3-60.7 / 34.0-34.2 ->
 ///   29.2-29.5 ms a call, GroupNormBackward [69, 320, 64, 64] 62.2-64.0 -> 59.2-59.8 / 32.5-34.1 -> 31.8-32.9 ms.
 ///   The other CPUs keep the prefetch they were measured with (strip by strip).
 /// NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides every loop (for measuring).
