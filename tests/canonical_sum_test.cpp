@@ -48,7 +48,7 @@ void RowsPairF32(const float* x0, const float* y0, const float* x1, const float*
 // The same two statistics for every column of rows x cols arrays (row stride `stride`), with m per column.
 template <Pipes P = Pipes::kFma, typename T>
 void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-             double* out0, double* out1, detail::ColumnPrefetch prefetch) {
+             double* out0, double* out1, detail::ColumnWalk walk) {
   auto vf = [m](auto d, auto vx, auto vy, size_t c, auto* s0, auto* s1) HWY_ATTR {
     *s0 = vx;
     *s1 = hn::Mul(hn::Sub(vx, hn::LoadU(d, m + c)), vy);
@@ -57,7 +57,7 @@ void Columns(const T* x, const T* y, size_t stride, size_t rows, size_t cols, co
     *s0 = vx;
     *s1 = (vx - m[c]) * vy;
   };
-  CanonColumnSums<2, P>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, prefetch);
+  CanonColumnSums<2, P>(x, y, stride, rows, cols, vf, sf, acc, out0, out1, walk);
 }
 // `pipes`: 0, 1, 2 for Pipes::kFma, kHalfOfFirst, kHalfAndQuarter.
 void RowsF32(const float* x, const float* y, size_t n, double m, double* out, int pipes) {
@@ -69,15 +69,15 @@ void RowsBF16(const uint16_t* x, const uint16_t* y, size_t n, double m, double* 
   Rows(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), n, m, out);
 }
 void ColumnsF32(const float* x, const float* y, size_t stride, size_t rows, size_t cols, const double* m, double* acc,
-                double* o0, double* o1, detail::ColumnPrefetch prefetch, int pipes) {
-  if (pipes == 1) return Columns<Pipes::kHalfOfFirst>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch);
-  if (pipes == 2) return Columns<Pipes::kHalfAndQuarter>(x, y, stride, rows, cols, m, acc, o0, o1, prefetch);
-  Columns(x, y, stride, rows, cols, m, acc, o0, o1, prefetch);
+                double* o0, double* o1, detail::ColumnWalk walk, int pipes) {
+  if (pipes == 1) return Columns<Pipes::kHalfOfFirst>(x, y, stride, rows, cols, m, acc, o0, o1, walk);
+  if (pipes == 2) return Columns<Pipes::kHalfAndQuarter>(x, y, stride, rows, cols, m, acc, o0, o1, walk);
+  Columns(x, y, stride, rows, cols, m, acc, o0, o1, walk);
 }
 void ColumnsBF16(const uint16_t* x, const uint16_t* y, size_t stride, size_t rows, size_t cols, const double* m,
-                 double* acc, double* o0, double* o1, detail::ColumnPrefetch prefetch) {
+                 double* acc, double* o0, double* o1, detail::ColumnWalk walk) {
   Columns(reinterpret_cast<const hwy::bfloat16_t*>(x), reinterpret_cast<const hwy::bfloat16_t*>(y), stride, rows, cols,
-          m, acc, o0, o1, prefetch);
+          m, acc, o0, o1, walk);
 }
 
 }  // namespace HWY_NAMESPACE
@@ -173,7 +173,7 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       std::vector<double> acc(detail::canon_column_acc_doubles(cols)), o0(cols), o1(cols);
       // 5 columns are no whole strip, so the pipe split does not enter (WideColumns below covers it).
       HWY_DYNAMIC_DISPATCH(ColumnsF32)
-      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), detail::ColumnPrefetch::kL2, 0);
+      (xa.data(), ya.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), detail::ColumnWalk{}, 0);
       EXPECT_EQ(o0[2], want[0]);
       EXPECT_EQ(o1[2], want[1]);
       // bfloat16 storage, rows and columns.
@@ -192,7 +192,7 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
       EXPECT_EQ(got[0], definition(t0));
       EXPECT_EQ(got[1], definition(t1));
       HWY_DYNAMIC_DISPATCH(ColumnsBF16)
-      (xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), detail::ColumnPrefetch::kL2);
+      (xab.data(), yab.data(), cols, n, cols, mc, acc.data(), o0.data(), o1.data(), detail::ColumnWalk{});
       EXPECT_EQ(o0[2], definition(t0));
       EXPECT_EQ(o1[2], definition(t1));
     }
@@ -202,11 +202,11 @@ TEST(CanonicalSum, RowsAndColumnsEqualTheDefinitionOnEveryTarget) {
 
 // Wide arrays, which the 5 columns above do not reach: the column walk's blocks of rows (many, the last one short),
 // its strips of 4 vectors of columns, the vector columns after the last whole strip and the scalar ones after
-// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and every prefetch choice;
-// and the same columns over at most one block of rows (64 or fewer: each column vector's lanes and their tree in
-// registers, CanonColumnSumsShort), 65 (a block and one row).
-// 203 columns are 6 strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2).
-// 256 columns have their lanes padded by a line (detail::canon_column_lane_stride): 8 strips of 32 (16 of 16).
+// those, with garbage in acc, a row stride wider than the columns, x and y one array or two, and every walk order and
+// prefetch choice; and the same columns over at most one block of rows (64 or fewer: each column vector's lanes and
+// their tree in registers, CanonColumnSumsShort), 65 (a block and one row), 77 (a last block of 13 lanes). 203 columns
+// are 6 strips of 32 + one vector of 8 + 3 on AVX-512 (12 strips of 16 + 2 vectors of 4 + 3 on AVX2). 256 columns have
+// their lanes padded by a line (detail::canon_column_lane_stride): 8 strips of 32 (16 of 16).
 void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
   const std::size_t max_rows = 1000;
   const std::vector<float> x = spread(max_rows * stride, 11), y = spread(max_rows * stride, 12);
@@ -214,8 +214,8 @@ void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
   for (std::size_t c = 0; c < cols; ++c) m[c] = 0.01 * static_cast<double>(c);
   std::vector<uint16_t> xb(x.size()), yb(y.size());
   for (std::size_t i = 0; i < x.size(); ++i) xb[i] = float_to_bf16_bits(x[i]), yb[i] = float_to_bf16_bits(y[i]);
-  for (std::size_t rows : {max_rows, std::size_t{65}, std::size_t{64}, std::size_t{49}, std::size_t{17},
-                           std::size_t{16}, std::size_t{5}, std::size_t{1}}) {
+  for (std::size_t rows : {max_rows, std::size_t{77}, std::size_t{65}, std::size_t{64}, std::size_t{49},
+                           std::size_t{17}, std::size_t{16}, std::size_t{5}, std::size_t{1}}) {
     SCOPED_TRACE("rows = " + std::to_string(rows));
     // want[bf16][same][c]: the two statistics of column c, from float32 or bfloat16 data, y = x or not.
     std::vector<double> want[2][2][2];
@@ -237,22 +237,26 @@ void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
       }
     }
     testing::for_each_isa([&](const std::string&) {
-      for (int k = 0; k < 8; ++k) {
+      for (int k = 0; k < 24; ++k) {
         const int b = k & 1, same = k >> 1 & 1;
-        // The next block not prefetched, prefetched into L2 or into L1 (the bits do not depend on it).
-        const auto prefetch = static_cast<detail::ColumnPrefetch>((k >> 1) % 3);
-        // float32 runs the pipe splits (ColumnsF32's `pipes`) 0, 2, 1, 0 for k = 0, 2, 4, 6.
-        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") + ", prefetch " +
-                     std::to_string((k >> 1) % 3) + (b ? "" : ", pipes " + std::to_string(k % 3)));
+        // Strip by strip or lane by lane; the next block not prefetched, prefetched into L2 or into L1 (the bits
+        // depend on neither); every pair of these with every dtype and y = x or not.
+        detail::ColumnWalk walk;
+        walk.by_lane = k >= 12;
+        walk.prefetch = static_cast<detail::ColumnPrefetch>(k % 12 >> 2);
+        // float32 (even k) runs the pipe splits (ColumnsF32's `pipes`) 0, 2, 1 in turn.
+        SCOPED_TRACE(std::string(b ? "bfloat16" : "float32") + (same ? ", y = x" : ", y != x") +
+                     (walk.by_lane ? ", lane by lane" : ", strip by strip") + ", prefetch " +
+                     std::to_string(k % 12 >> 2) + (b ? "" : ", pipes " + std::to_string(k % 3)));
         std::vector<double> acc(detail::canon_column_acc_doubles(cols), -7.5), o0(cols), o1(cols);
         if (b) {
           HWY_DYNAMIC_DISPATCH(ColumnsBF16)
           (xb.data(), same ? xb.data() : yb.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(),
-           prefetch);
+           walk);
         } else {
           HWY_DYNAMIC_DISPATCH(ColumnsF32)
-          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(),
-           prefetch, k % 3);
+          (x.data(), same ? x.data() : y.data(), stride, rows, cols, m.data(), acc.data(), o0.data(), o1.data(), walk,
+           k % 3);
         }
         int wrong = 0;
         for (std::size_t c = 0; c < cols; ++c) {

@@ -347,8 +347,8 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 // the lanes live in `acc` (detail::canon_column_acc_doubles(cols) doubles, any contents; lanes
 // detail::canon_column_lane_stride(cols) apart). vf(d, X, Y, col, &s0, &s1) takes the float64
 // vectors of columns col.. (Lanes(ScalableTag<double>) of them); sf(X, Y, col, &s0, &s1) one column. out0 and
-// out1 (cols each; out1 may be null when kK == 1) receive the sums. `prefetch`: whether the next block's lines are
-// prefetched, into L2 or L1 (detail::column_prefetch; the bits do not depend on it). kPipes: as
+// out1 (cols each; out1 may be null when kK == 1) receive the sums. `walk` (detail::column_walk): the order of the
+// (lane, strip) steps and whether the next block is prefetched, into L2 or L1; the bits depend on neither. kPipes: as
 // for CanonRowSums, with the 4 vectors of a strip of columns as the accumulators (the vectors after the last whole
 // strip all through AccAdd). `side(r0, r1)` runs before each block of rows [r0, r1): other work interleaved with the
 // sums (a pipelined channels-last kernel writes the previous unit's rows), which must not touch the sums' inputs,
@@ -356,18 +356,21 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 //
 // NB: why blocks. Row by row, every element would load and store its lane's accumulator, and 2 x 16 lanes of a
 // few hundred columns live in L2, not L1: that traffic, not the arithmetic, set the speed. Rows r and r + 16
-// share a lane, so a block of kCanonColumnBlock rows is walked lane by lane and, within a lane, strip by strip (4
-// vectors of columns), the strip's accumulators of one lane held in registers over the block's
-// kCanonColumnBlock / 16 rows of that lane. Each (lane, column) still adds its rows in increasing order: the same
-// bits as row by row. Lane by lane, the walk reads its 4 rows from start to end, and lane l + 1's rows follow lane
-// l's in memory, so the hardware prefetchers see 4 sequential streams (strip by strip, as before, the walk went down
-// the block 64 bytes at a time and hid the order from them: AMD Zen 2 harness, 320 columns, the two GroupNorm sums,
-// 0.225 -> 0.206 ns/element in L2, 0.28 -> 0.27 from memory). Where they follow those streams well enough, the
-// software prefetch of the next block (its lines in address order, spread over this block's steps) only costs
-// (Zen 2: 0.27 -> 0.24 from memory, GroupNormBackward's two arrays 0.47 -> 0.41; detail::column_prefetch). 64 rows
-// measured best on [24, 320, 64, 64] channels-last float32 (AVX2, 1 thread; forward 30 -> 17 ms with streamed
-// output), and again lane by lane on Zen 2 (128 rows: 8 streams, within 5% for one array, 0.43 -> 0.61 for two):
-// longer blocks keep more lines in flight at once and lost, most in the backward pass's two arrays.
+// share a lane, so a block of kCanonColumnBlock rows is walked in steps of one lane and one strip (4 vectors of
+// columns), the strip's accumulators of that lane held in registers over the block's kCanonColumnBlock / 16 rows
+// of the lane. Each (lane, column) still adds its rows in increasing order, in either order of the steps: the same
+// bits as row by row.
+// - Strip by strip (each strip's 16 lanes, then the next strip), the walk goes down the block 64 bytes at a time and
+//   hides the order from the hardware prefetchers, so the next block's lines are prefetched in address order
+//   along the way. 64 rows measured best so on [24, 320, 64, 64] channels-last float32 (AVX2, 1 thread; forward 30
+//   -> 17 ms with streamed output): longer blocks keep more lines in flight at once and lost, most in the
+//   backward pass's two arrays.
+// - Lane by lane (each lane's strips, then the next lane), a lane's 4 rows are read from start to end and lane
+//   l + 1's rows follow lane l's in memory: 4 sequential streams. AMD Zen 2's hardware prefetchers feed those
+//   better alone (harness, 320 columns, the two GroupNorm sums: 0.225 -> 0.206 ns/element in L2, 0.28 -> 0.23-0.24
+//   from memory without the software prefetch, GroupNormBackward's two arrays 0.47 -> 0.41; 128-row blocks, 8
+//   streams, were within 5% for one array and lost for two, 0.43 -> 0.61); AMD Zen 5's do not (GroupNorm 0.53 ->
+//   0.45 of the probe with the prefetch, 0.38 without; docs/performance.md).
 constexpr size_t kCanonColumnBlock = 4 * kCanonLanes;
 
 // CanonColumnSums of at most one block of rows (HxW up to 64 in a channels-last tensor: 8x8, 7x7 and smaller): each
@@ -444,7 +447,7 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
 template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y, size_t stride, size_t rows,
                                 size_t cols, const VF& vf, const SF& sf, double* HWY_RESTRICT acc,
-                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, detail::ColumnPrefetch prefetch,
+                                double* HWY_RESTRICT out0, double* HWY_RESTRICT out1, detail::ColumnWalk walk,
                                 Side&& side = Side()) {
   if (rows <= kCanonColumnBlock) {
     if (rows > 0) side(size_t{0}, rows);
@@ -465,6 +468,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
   }
   const size_t B = kCanonColumnBlock;
   const size_t seg = cols * sizeof(T), seg_lines = (seg + 63) / 64;
+  const size_t strips_end = cols / (4 * N) * 4 * N;  // the strips of 4 vectors of columns end here
   for (size_t r0 = 0; r0 < rows; r0 += B) {
     const size_t r1 = std::min(rows, r0 + B);
     side(r0, r1);
@@ -474,38 +478,38 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     // strip) steps, into L2 (the block is 64 rows of up to 1024 columns, more than L1 holds): prefetcht1 measured
     // faster than t0 on the Intel Xeon VM (GroupNorm channels-last [24, 320, 64, 64] float32 0.72-0.74 -> 0.70
     // ns/element, 1 thread; the statistics pass alone 0.40 -> 0.33), and no different from t0 on AMD Zen 4 in an
-    // earlier session; on AMD Zen 5 t0 was the faster (ColumnPrefetch::kL1). All measured strip by strip.
+    // earlier session; on AMD Zen 5 t0 was the faster (ColumnPrefetch::kL1). All three walked strip by strip.
     const size_t pf_end = std::min(rows, r1 + B);
-    const size_t steps = cols / (4 * N) * kCanonLanes;
+    const size_t steps = strips_end / (4 * N) * kCanonLanes;
     const size_t per =
-        prefetch == detail::ColumnPrefetch::kOff || !steps ? 0 : ((pf_end - r1) * seg_lines + steps - 1) / steps;
+        walk.prefetch == detail::ColumnPrefetch::kOff || !steps ? 0 : ((pf_end - r1) * seg_lines + steps - 1) / steps;
     size_t pf_r = r1, pf_o = 0;
-    const size_t strips_end = cols / (4 * N) * 4 * N;
-    for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
-      for (size_t c = 0; c < strips_end; c += 4 * N) {
-        for (size_t k = 0; k < per && pf_r < pf_end; ++k) {
-          const unsigned char* px = reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o;
-          const unsigned char* py = reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o;
-          if (prefetch == detail::ColumnPrefetch::kL1) {
-            __builtin_prefetch(px, 0, 3);
-            if (y != x) __builtin_prefetch(py, 0, 3);
-          } else {
-            __builtin_prefetch(px, 0, 2);
-            if (y != x) __builtin_prefetch(py, 0, 2);
-          }
-          pf_o += 64;
-          if (pf_o >= seg) pf_o = 0, ++pf_r;
+    // One step: lane l of the strip of 4 vectors of columns from c, its accumulators held in registers over the
+    // block's rows of that lane.
+    auto step = [&](size_t l, size_t c) HWY_ATTR NNOPS_LAMBDA_INLINE {
+      for (size_t k = 0; k < per && pf_r < pf_end; ++k) {
+        const unsigned char* px = reinterpret_cast<const unsigned char*>(x + pf_r * stride) + pf_o;
+        const unsigned char* py = reinterpret_cast<const unsigned char*>(y + pf_r * stride) + pf_o;
+        if (walk.prefetch == detail::ColumnPrefetch::kL1) {
+          __builtin_prefetch(px, 0, 3);
+          if (y != x) __builtin_prefetch(py, 0, 3);
+        } else {
+          __builtin_prefetch(px, 0, 2);
+          if (y != x) __builtin_prefetch(py, 0, 2);
         }
-        double* l0 = acc0 + l * ls + c;
-        double* l1 = acc1 + l * ls + c;
-        auto a0 = load(l0), a1 = load(l0 + N), a2 = load(l0 + 2 * N), a3 = load(l0 + 3 * N);
-        auto b0 = a0, b1 = a1, b2 = a2, b3 = a3;
-        if (kK > 1) {
-          b0 = load(l1), b1 = load(l1 + N), b2 = load(l1 + 2 * N), b3 = load(l1 + 3 * N);
-        }
-        for (size_t r = r0 + l; r < r1; r += kCanonLanes) {
-          const T* xr = x + r * stride + c;
-          const T* yr = y + r * stride + c;
+        pf_o += 64;
+        if (pf_o >= seg) pf_o = 0, ++pf_r;
+      }
+      double* l0 = acc0 + l * ls + c;
+      double* l1 = acc1 + l * ls + c;
+      auto a0 = load(l0), a1 = load(l0 + N), a2 = load(l0 + 2 * N), a3 = load(l0 + 3 * N);
+      auto b0 = a0, b1 = a1, b2 = a2, b3 = a3;
+      if (kK > 1) {
+        b0 = load(l1), b1 = load(l1 + N), b2 = load(l1 + 2 * N), b3 = load(l1 + 3 * N);
+      }
+      for (size_t r = r0 + l; r < r1; r += kCanonLanes) {
+        const T* xr = x + r * stride + c;
+        const T* yr = y + r * stride + c;
 // Vector j of the strip takes the terms of the float32 vectors X, Y; vectors j and k = j + 1 are loaded as one pair
 // (LoadF32Pair).
 #define NNOPS_CANON_COL_ADD(j, X, Y)                                                           \
@@ -523,15 +527,24 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     NNOPS_CANON_COL_ADD(j, xj, yj)         \
     NNOPS_CANON_COL_ADD(k, xk, yk)         \
   }
-          NNOPS_CANON_COL2(0, 1) NNOPS_CANON_COL2(2, 3)
+        NNOPS_CANON_COL2(0, 1) NNOPS_CANON_COL2(2, 3)
 #undef NNOPS_CANON_COL2
 #undef NNOPS_CANON_COL_ADD
-        }
-        hn::StoreU(a0, d, l0), hn::StoreU(a1, d, l0 + N), hn::StoreU(a2, d, l0 + 2 * N), hn::StoreU(a3, d, l0 + 3 * N);
-        if (kK > 1) {
-          hn::StoreU(b0, d, l1), hn::StoreU(b1, d, l1 + N), hn::StoreU(b2, d, l1 + 2 * N);
-          hn::StoreU(b3, d, l1 + 3 * N);
-        }
+      }
+      hn::StoreU(a0, d, l0), hn::StoreU(a1, d, l0 + N), hn::StoreU(a2, d, l0 + 2 * N), hn::StoreU(a3, d, l0 + 3 * N);
+      if (kK > 1) {
+        hn::StoreU(b0, d, l1), hn::StoreU(b1, d, l1 + N), hn::StoreU(b2, d, l1 + 2 * N);
+        hn::StoreU(b3, d, l1 + 3 * N);
+      }
+    };
+    const size_t lanes = std::min(kCanonLanes, r1 - r0);
+    if (walk.by_lane) {
+      for (size_t l = 0; l < lanes; ++l) {
+        for (size_t c = 0; c < strips_end; c += 4 * N) step(l, c);
+      }
+    } else {
+      for (size_t c = 0; c < strips_end; c += 4 * N) {
+        for (size_t l = 0; l < lanes; ++l) step(l, c);
       }
     }
     // The last columns: one vector, then one column, at a time, each lane over the block's rows as above.
@@ -616,7 +629,7 @@ HWY_INLINE void CanonRowSumsPair(const T* x0, const T* y0, const T* x1, const T*
 
 template <size_t kK, Pipes kPipes = Pipes::kFma, typename T, class VF, class SF, class Side = NoSide>
 HWY_INLINE void CanonColumnSums(const T* x, const T* y, size_t stride, size_t rows, size_t cols, const VF&,
-                                const SF& sf, double* acc, double* out0, double* out1, detail::ColumnPrefetch,
+                                const SF& sf, double* acc, double* out0, double* out1, detail::ColumnWalk,
                                 Side&& = Side()) {
   double* acc0 = acc;
   double* acc1 = acc + kCanonLanes * cols;

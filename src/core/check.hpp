@@ -27,7 +27,7 @@ const char* cpu_kind_name(CpuKind kind);
 /// PowerSign's one pass over its three arrays; the statistics passes of GroupNorm and GroupNormBackward in row-major
 /// layout and their channels-last output passes over whole rows; GroupNormalizationGrad's block sums over x, dy and
 /// gamma; the channels-last column sums of GroupNorm and GroupNormBackward (the next block of rows, see
-/// column_prefetch).
+/// column_walk).
 enum class PrefetchLoop { kElementwise, kGroupStatistics, kBlockSums, kColumnBlocks };
 inline constexpr PrefetchLoop kPrefetchLoops[] = {PrefetchLoop::kElementwise, PrefetchLoop::kGroupStatistics,
                                                   PrefetchLoop::kBlockSums, PrefetchLoop::kColumnBlocks};
@@ -44,25 +44,36 @@ const char* prefetch_loop_name(PrefetchLoop loop);
 ///   block sums do not.
 /// - AMD Zen 4 (an earlier session): a prefetch ahead of GroupNorm's statistics changed nothing; Zen 5 nor did it
 ///   with the passes group by group. Off there.
-/// - The channels-last column sums' next block: on everywhere but AMD Zen 2. Since their walk reads a block lane by
-///   lane (4 sequential streams, src/core/canonical_sum-inl.h), Zen 2's hardware prefetchers feed it better alone:
-///   GroupNorm [103, 320, 64, 64] channels-last float32, 1 / 2 threads, 63.0-66.0 -> 58.3-60.7 / 34.0-34.2 ->
-///   29.2-29.5 ms a call, GroupNormBackward [69, 320, 64, 64] 62.2-64.0 -> 59.2-59.8 / 32.5-34.1 -> 31.8-32.9 ms.
-///   The other CPUs keep the prefetch they were measured with (strip by strip).
+/// - The channels-last column sums' next block: on everywhere but AMD Zen 2 walking lane by lane, where the hardware
+///   prefetchers feed the walk better alone (column_walk); strip by strip needs it (on Zen 2 GroupNorm [103, 320, 64,
+///   64] channels-last float32 took 121 ms a call without it, against 55 lane by lane).
 /// NNOPS_SOFTWARE_PREFETCH=0 or 1 overrides every loop (for measuring).
 bool software_prefetch(PrefetchLoop loop);
 
 /// Whether the channels-last column sums (CanonColumnSums) prefetch the next block of rows, and where to.
 enum class ColumnPrefetch { kOff, kL2, kL1 };
 
-/// The channels-last column sums' prefetch: kOff where software_prefetch(kColumnBlocks) is off, else into L1
-/// (prefetcht0) or L2 (prefetcht1); results never depend on it. L1 against L2, measured (docs/performance.md,
-/// "Channels-last column walks tried"): on AMD Zen 5, [69, 320, 64, 64] channels-last, one thread, ratio to the
-/// probe, three interleaved rounds, t1 -> t0: GroupNorm float32 0.54-0.59 -> 0.62-0.66, bfloat16 0.27-0.36 ->
-/// 0.33-0.40, GroupNormBackward float32 0.42 -> 0.43-0.47, bfloat16 0.31-0.40 -> 0.41-0.46, float16 within the spread
-/// either way; on the Intel Xeon t1 was the faster (the GroupNorm call 0.72-0.74 -> 0.70 ns/element). So L1 on AMD
-/// Zen 5 only; NNOPS_COLUMN_PREFETCH_L1=0 or 1 overrides that choice.
-ColumnPrefetch column_prefetch();
+/// How the channels-last column sums (CanonColumnSums) walk a block of rows: its (lane, strip) steps lane by lane or
+/// strip by strip, and the next block's prefetch.
+struct ColumnWalk {
+  bool by_lane = false;
+  ColumnPrefetch prefetch = ColumnPrefetch::kL2;
+};
+
+/// The column sums' walk on this CPU; results never depend on it. Measured (docs/performance.md):
+/// - Lane by lane on AMD Zen 2 only, without the software prefetch (software_prefetch(kColumnBlocks) is off there):
+///   GroupNorm [103, 320, 64, 64] channels-last float32, huge pages, 1 / 2 threads, 64.8-68.3 -> 57.4-58.0 /
+///   33.0-45.6 -> 31.2-36.2 ms a call, GroupNormBackward [69, 320, 64, 64] 63.8-64.2 -> 58.9-62.2 / 36.9-37.8 ->
+///   33.5-40.9; of that, the prefetch off alone 63.0-66.0 -> 58.3-60.7 / 34.0-34.2 -> 29.2-29.5 (GroupNorm) and
+///   62.2-64.1 -> 59.2-59.8 / 32.5-34.1 -> 31.8-32.9 (GroupNormBackward). On AMD Zen 5 lane by lane lost (GroupNorm
+///   0.53 -> 0.45 of the probe with the prefetch, 0.38 without), so strip by strip elsewhere (Intel: not measured).
+///   NNOPS_COLUMN_WALK_BY_LANE=0 or 1 overrides.
+/// - Where the walk prefetches: into L1 (prefetcht0) or L2 (prefetcht1). On AMD Zen 5, [69, 320, 64, 64]
+///   channels-last, one thread, ratio to the probe, three interleaved rounds, t1 -> t0: GroupNorm float32 0.54-0.59
+///   -> 0.62-0.66, bfloat16 0.27-0.36 -> 0.33-0.40, GroupNormBackward float32 0.42 -> 0.43-0.47, bfloat16 0.31-0.40
+///   -> 0.41-0.46, float16 within the spread either way; on the Intel Xeon t1 was the faster (the GroupNorm call
+///   0.72-0.74 -> 0.70 ns/element). So L1 on AMD Zen 5 only; NNOPS_COLUMN_PREFETCH_L1=0 or 1 overrides.
+ColumnWalk column_walk();
 
 /// Whether GroupNormBackward's row-major float32 sums (dy and dy (x - mean)) leave some accumulations on the float
 /// add pipes (Pipes::kHalfAndQuarter, src/core/fp_pipes-inl.h) instead of putting all of them on the FMA pipes;

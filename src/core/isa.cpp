@@ -182,15 +182,24 @@ const char* prefetch_loop_name(PrefetchLoop loop) {
       return "group statistics";
     case PrefetchLoop::kBlockSums:
       return "block sums";
-    default:
+    case PrefetchLoop::kColumnBlocks:
       return "column blocks";
   }
+  return "?";
 }
+
+namespace {
+bool column_walk_by_lane() {
+  static const bool on = env_switch("NNOPS_COLUMN_WALK_BY_LANE").value_or(cpu_kind() == CpuKind::kAmdZen2);
+  return on;
+}
+}  // namespace
 
 bool software_prefetch(PrefetchLoop loop) {
   static const std::optional<bool> env = env_switch("NNOPS_SOFTWARE_PREFETCH");
   if (env) return *env;
-  if (loop == PrefetchLoop::kColumnBlocks) return cpu_kind() != CpuKind::kAmdZen2;
+  // The strip-by-strip column walk needs it wherever it runs (it hides its order from the hardware prefetchers).
+  if (loop == PrefetchLoop::kColumnBlocks) return !(cpu_kind() == CpuKind::kAmdZen2 && column_walk_by_lane());
   switch (cpu_kind()) {
     case CpuKind::kIntel:
       return true;
@@ -201,10 +210,14 @@ bool software_prefetch(PrefetchLoop loop) {
   }
 }
 
-ColumnPrefetch column_prefetch() {
+ColumnWalk column_walk() {
   static const bool l1 = env_switch("NNOPS_COLUMN_PREFETCH_L1").value_or(cpu_kind() == CpuKind::kAmdZen5);
-  if (!software_prefetch(PrefetchLoop::kColumnBlocks)) return ColumnPrefetch::kOff;
-  return l1 ? ColumnPrefetch::kL1 : ColumnPrefetch::kL2;
+  ColumnWalk w;
+  w.by_lane = column_walk_by_lane();
+  w.prefetch = !software_prefetch(PrefetchLoop::kColumnBlocks) ? ColumnPrefetch::kOff
+               : l1                                            ? ColumnPrefetch::kL1
+                                                               : ColumnPrefetch::kL2;
+  return w;
 }
 
 bool split_sum_pipes() {

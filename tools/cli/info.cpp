@@ -40,14 +40,15 @@ int run_info() {
   std::printf("prefetch:      ");
   for (const detail::PrefetchLoop loop : detail::kPrefetchLoops) {
     std::printf(" %s %s%s", detail::prefetch_loop_name(loop), detail::software_prefetch(loop) ? "on" : "off",
-                loop == std::end(detail::kPrefetchLoops)[-1] ? "" : ",");
+                loop == detail::kPrefetchLoops[std::size(detail::kPrefetchLoops) - 1] ? "" : ",");
   }
   std::printf(" (NNOPS_SOFTWARE_PREFETCH)\n");
-  const detail::ColumnPrefetch cp = detail::column_prefetch();
-  std::printf("column sums:    next block %s (NNOPS_COLUMN_PREFETCH_L1)\n",
-              cp == detail::ColumnPrefetch::kOff  ? "not prefetched"
-              : cp == detail::ColumnPrefetch::kL1 ? "prefetched into L1"
-                                                  : "prefetched into L2");
+  const detail::ColumnWalk cw = detail::column_walk();
+  std::printf("column sums:    %s, the next block %s (NNOPS_COLUMN_WALK_BY_LANE, NNOPS_COLUMN_PREFETCH_L1)\n",
+              cw.by_lane ? "lane by lane" : "strip by strip",
+              cw.prefetch == detail::ColumnPrefetch::kOff  ? "not prefetched"
+              : cw.prefetch == detail::ColumnPrefetch::kL1 ? "prefetched into L1"
+                                                           : "prefetched into L2");
   std::printf(
       "sum pipes:      GroupNormBackward's row-major float32 sums split between add and FMA pipes: %s "
       "(NNOPS_SPLIT_SUM_PIPES)\n",

@@ -288,7 +288,7 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
     *s0 = dv;
     *s1v = dv * dv;
   };
-  CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2, p.column_prefetch, side);
+  CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2, p.column_walk, side);
   bool all_ok = true;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;
@@ -308,7 +308,7 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
       const double dv = v - cmean[c];
       *s0 = dv * dv;
     };
-    CanonColumnSums<1>(x, x, stride, rows, cols, vsq, ssq, acc, s2, nullptr, p.column_prefetch);
+    CanonColumnSums<1>(x, x, stride, rows, cols, vsq, ssq, acc, s2, nullptr, p.column_walk);
     for (int64_t g = g0; g < g1; ++g) {
       const int64_t k = (g - g0) * cpg;
       if (crstd[k] >= 0) continue;

@@ -68,9 +68,9 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
-  /// Channels-last column sums: whether the next block is prefetched, and into which cache (detail::column_prefetch;
-  /// the bits do not depend on it).
-  detail::ColumnPrefetch column_prefetch = detail::ColumnPrefetch::kL2;
+  /// Channels-last column sums: the order of their steps and their prefetch (detail::column_walk; the bits depend on
+  /// neither).
+  detail::ColumnWalk column_walk;
   /// Row-major: each group's output written while the next group's statistics pass reads that group in (the
   /// thread's groups in order), so that the stores to memory overlap the loads from it (Units::pipeline; the bits
   /// do not depend on it). Channels-last (streamed float32 chunks of whole rows): a unit's output rows written

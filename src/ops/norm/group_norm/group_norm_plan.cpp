@@ -88,7 +88,7 @@ Plan make_plan(const Args& a, const Context& ctx) {
   // The CPU also enters the plan, here the two prefetch choices and in split_units the pipeline (the same bits either
   // way).
   p.prefetch = detail::software_prefetch(detail::PrefetchLoop::kGroupStatistics) || u.prefetched_pipeline;
-  p.column_prefetch = detail::column_prefetch();
+  p.column_walk = detail::column_walk();
   p.pipeline_burst = detail::overlap_burst_steps();
   return p;
 }

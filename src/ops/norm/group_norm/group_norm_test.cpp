@@ -445,8 +445,9 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
                   plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
                   plan.prefetch = variant >= 6;
                   plan.pipeline = variant % 2 == 1;  // each unit's rows beside the next unit's column sums
-                  // the column sums' prefetch: none, into L2 or into L1
-                  plan.column_prefetch = static_cast<detail::ColumnPrefetch>((variant / 2 + threads) % 3);
+                  // the column sums' walk: lane by lane or strip by strip; its prefetch none, into L2 or into L1
+                  plan.column_walk.by_lane = variant / 2 % 2 == 0;
+                  plan.column_walk.prefetch = static_cast<detail::ColumnPrefetch>((variant / 2 + threads) % 3);
                 }
               });
               EXPECT_TRUE(same_outputs(p, want));

@@ -243,7 +243,7 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   };
   double* bs = s.b_sum + n * a.c + c0;
   double* ds = s.d_sum + n * a.c + c0;
-  CanonColumnSums<2>(dy, x, stride, rows, cols, vf, sf, acc, bs, ds, p.column_prefetch);
+  CanonColumnSums<2>(dy, x, stride, rows, cols, vf, sf, acc, bs, ds, p.column_walk);
   if (a.dx == nullptr) return;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg, q = n * a.groups + g;

@@ -8,6 +8,7 @@
 #include "nnops/dtype.hpp"
 #include "nnops/status.hpp"
 #include "nnops/tensor_view.hpp"
+#include "src/core/check.hpp"
 #include "src/core/verify.hpp"
 #include "src/ops/norm/group_norm/group_norm_impl.hpp"
 #include "src/ops/op_desc.hpp"
@@ -53,9 +54,9 @@ struct Plan {
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
   bool prefetch = false;
-  /// Channels-last column sums: whether the next block is prefetched, and into which cache (detail::column_prefetch;
-  /// the bits do not depend on it).
-  detail::ColumnPrefetch column_prefetch = detail::ColumnPrefetch::kL2;
+  /// Channels-last column sums: the order of their steps and their prefetch (detail::column_walk; the bits depend on
+  /// neither).
+  detail::ColumnWalk column_walk;
   /// Row-major float32: pass 1's accumulations split between the add and the FMA pipes (detail::split_sum_pipes; the
   /// bits do not depend on it).
   bool split_sum_pipes = false;

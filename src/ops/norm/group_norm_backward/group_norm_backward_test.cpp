@@ -260,8 +260,9 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
                   plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
                   plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
                   plan.prefetch = variant >= 6;
-                  // the column sums' prefetch: none, into L2 or into L1
-                  plan.column_prefetch = static_cast<detail::ColumnPrefetch>((variant + threads) % 3);
+                  // the column sums' walk: lane by lane or strip by strip; its prefetch none, into L2 or into L1
+                  plan.column_walk.by_lane = variant % 2 == 0;
+                  plan.column_walk.prefetch = static_cast<detail::ColumnPrefetch>((variant + threads) % 3);
                 }
                 // Scratch for whole-row chunks and 3 threads.
                 plan.scratch_bytes = gn_bwd::scratch_bytes(static_cast<uint64_t>(a.c));
