@@ -484,6 +484,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     const size_t per =
         walk.prefetch == detail::ColumnPrefetch::kOff || !steps ? 0 : ((pf_end - r1) * seg_lines + steps - 1) / steps;
     size_t pf_r = r1, pf_o = 0;
+    const size_t lanes = std::min(kCanonLanes, r1 - r0);  // the lanes this block's rows reach
     // One step: lane l of the strip of 4 vectors of columns from c, its accumulators held in registers over the
     // block's rows of that lane.
     auto step = [&](size_t l, size_t c) HWY_ATTR NNOPS_LAMBDA_INLINE {
@@ -537,7 +538,6 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
         hn::StoreU(b3, d, l1 + 3 * N);
       }
     };
-    const size_t lanes = std::min(kCanonLanes, r1 - r0);
     if (walk.by_lane) {
       for (size_t l = 0; l < lanes; ++l) {
         for (size_t c = 0; c < strips_end; c += 4 * N) step(l, c);
@@ -550,7 +550,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
     // The last columns: one vector, then one column, at a time, each lane over the block's rows as above.
     size_t c = strips_end;
     for (; c + N <= cols; c += N) {
-      for (size_t l = 0; l < kCanonLanes && r0 + l < r1; ++l) {
+      for (size_t l = 0; l < lanes; ++l) {
         double* l0 = acc0 + l * ls + c;
         double* l1 = acc1 + l * ls + c;
         auto a0 = load(l0);
