@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "nnops/context.hpp"
+#include "src/core/check.hpp"
 #include "src/core/layout.hpp"
 #include "tools/cli/cli_util.hpp"
 
@@ -137,6 +138,7 @@ PlacedCalls place_calls(const std::vector<CallSpec>& specs, Layout layout, bool 
     for (std::size_t i = 0; i < d.tensors.size(); ++i) {
       if (!p.present[i]) continue;
       if (p.t[i].bytes() != bytes[c][i]) throw std::logic_error(std::string(d.name) + ": unexpected tensor size");
+      call.footprint += static_cast<double>(bytes[c][i]);
       void* dst = out.mem.ptr(slot[c][i]);
       const std::vector<int64_t>& sh = p.t[i].shape();
       if (channels_last && sh.size() >= 3) {
@@ -186,7 +188,7 @@ void run_probes(const std::vector<const ProbeSet*>& sets, int threads, ProbeVari
 }
 
 std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets, int threads,
-                                                                 int rounds) {
+                                                                 int rounds, bool self_warm) {
   const int writes = sets.empty() ? 0 : sets.front()->writes;
   std::vector<ProbeVariant> vs;
   for (int k = 0; k < static_cast<int>(ProbeVariant::kCount); ++k) {
@@ -196,6 +198,7 @@ std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vect
   for (ProbeVariant v : vs) run_probes(sets, threads, v);  // warm-up
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t k = 0; k < vs.size(); ++k) {
+      if (self_warm) run_probes(sets, threads, vs[k]);
       const double t0 = now_seconds();
       run_probes(sets, threads, vs[k]);
       t[k].push_back(now_seconds() - t0);
@@ -208,8 +211,8 @@ std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vect
 }
 
 ProbeFinalists::ProbeFinalists(std::vector<const ProbeSet*> sets, int threads,
-                               const std::vector<std::pair<ProbeVariant, double>>& ranked)
-    : sets_(std::move(sets)), threads_(threads) {
+                               const std::vector<std::pair<ProbeVariant, double>>& ranked, bool self_warm)
+    : sets_(std::move(sets)), threads_(threads), self_warm_(self_warm) {
   bool seen[2] = {false, false};
   for (const auto& [v, t] : ranked) {
     bool& s = seen[probe_variant_streams(v) ? 1 : 0];
@@ -220,6 +223,7 @@ ProbeFinalists::ProbeFinalists(std::vector<const ProbeSet*> sets, int threads,
 
 void ProbeFinalists::run() {
   for (std::size_t k = 0; k < v_.size(); ++k) {
+    if (self_warm_) run_probes(sets_, threads_, v_[k]);
     const double t0 = now_seconds();
     run_probes(sets_, threads_, v_[k]);
     t_[k].push_back(now_seconds() - t0);
@@ -239,6 +243,8 @@ std::size_t ProbeFinalists::best_index() const {
 ProbeVariant ProbeFinalists::best() const { return v_.empty() ? ProbeVariant::kPlain : v_[best_index()]; }
 
 Timing ProbeFinalists::timing() const { return v_.empty() ? Timing{} : summarize(t_[best_index()]); }
+
+bool self_warmed_timing(double bytes) { return bytes <= static_cast<double>(detail::l3_cache_bytes()); }
 
 std::vector<double> load_average() {
   std::vector<double> l(3, 0.0);

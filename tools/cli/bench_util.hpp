@@ -39,6 +39,7 @@ struct PlacedCall {
   std::vector<TensorView> views;
   ops::Attrs attrs;
   double bytes = 0, model_bytes = 0;  ///< the descriptor's, for this problem
+  double footprint = 0;               ///< the bytes of its tensors
   /// The probe with the descriptor's mix on this call's own tensors (mapped by role: the arrays of the main
   /// tensor's size that the call reads, in place first, and then the ones it writes). `probe_own` is false
   /// when the tensors do not fit the mix and the probe got separate buffers of the same layout.
@@ -76,9 +77,19 @@ std::vector<ops::Problem> make_problems(const std::vector<CallSpec>& specs);
 void run_probes(const std::vector<const ProbeSet*>& sets, int threads, ProbeVariant v);
 
 /// The variants that apply to the sets, each timed `rounds` times in turn (after one warm-up pass); returns
-/// them with their fastest times, fastest first.
+/// them with their fastest times, fastest first. `self_warm`: each timed run right after an untimed run of the same
+/// variant (see self_warmed_timing).
 std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vector<const ProbeSet*>& sets, int threads,
-                                                                 int rounds = 2);
+                                                                 int rounds = 2, bool self_warm = false);
+
+/// Whether a case of `bytes` (its operands' footprint) times each run right after an untimed run of the same kernel,
+/// so that every kernel meets the caches as it leaves them itself, as in a loop of its own calls: for cases that fit
+/// the L3. Otherwise the kernels alternate and each meets the caches as the previous one left them, which only matters
+/// where the data stays cached: the probe's streamed variant, run just before each operator call, pushed the
+/// operator's in-cache output out to memory (GroupNorm float32 [1, 64, 768] on AMD Zen 2: 18.8-19.5 us a
+/// call, 14.2-14.5 in a loop of calls), and an operator that streams its output did the same to the cached probe after
+/// it.
+bool self_warmed_timing(double bytes);
 
 /// The probe timed next to an operator: from a ranking, the fastest variant of each store kind (cached stores,
 /// non-temporal stores), each run once per `run()` and timed; `best()` is the one with the lower median. The
@@ -89,8 +100,8 @@ std::vector<std::pair<ProbeVariant, double>> rank_probe_variants(const std::vect
 class ProbeFinalists {
  public:
   ProbeFinalists(std::vector<const ProbeSet*> sets, int threads,
-                 const std::vector<std::pair<ProbeVariant, double>>& ranked);
-  void run();  // one timed run of each finalist
+                 const std::vector<std::pair<ProbeVariant, double>>& ranked, bool self_warm = false);
+  void run();  // one timed run of each finalist (each after an untimed one where self_warm)
   ProbeVariant best() const;
   Timing timing() const;  // of best()
 
@@ -98,6 +109,7 @@ class ProbeFinalists {
   std::size_t best_index() const;
   std::vector<const ProbeSet*> sets_;
   int threads_;
+  bool self_warm_;
   std::vector<ProbeVariant> v_;
   std::vector<std::vector<double>> t_;
 };
