@@ -117,7 +117,8 @@ class GuardedPage {
 // The tails of every elementwise pass and canonical sum: the first n lanes loaded (the rest +0.0) and stored, nothing
 // read or written past them (a guard page after the last element) or before them (sentinel bytes), on every target,
 // for whole and partial vectors (the canonical sums' tails are half vectors on AVX2 and AVX-512) and for every n below
-// a vector, with the element at page end (masked moves on AVX2, AVX-512 and SVE, a buffer elsewhere).
+// a vector and for a whole one (MapHead moves whole vectors through them too), with the element at page end (masked
+// moves on AVX-512 and SVE, AVX2's loads; AVX2's stores in pieces of halving widths; a buffer elsewhere).
 TEST(SimdConvert, PartialVectorsTouchOnlyTheirLanesEveryTarget) {
   GuardedPage in, out;
   std::vector<float> lanes(64);  // the most float lanes of any target (2048-bit SVE)
@@ -126,7 +127,7 @@ TEST(SimdConvert, PartialVectorsTouchOnlyTheirLanesEveryTarget) {
       for (int dtype = 0; dtype < 3; ++dtype) {
         const size_t size = dtype == 0 ? 4 : 2;
         const size_t lanes_n = HWY_DYNAMIC_DISPATCH(PartialMovesOf)(tag, dtype, in.end(), lanes.data(), out.end(), 0);
-        for (size_t n = 1; n < lanes_n; ++n) {
+        for (size_t n = 1; n <= lanes_n; ++n) {
           const std::string where =
               isa + " tag " + std::to_string(tag) + " dtype " + std::to_string(dtype) + " n " + std::to_string(n);
           unsigned char* src = in.end() - n * size;

@@ -199,6 +199,19 @@ HWY_INLINE size_t StreamHead(const T* out, size_t n, bool stream) {
   return std::min(n, mis ? (kStreamAlign / sizeof(T) - mis) : 0);
 }
 
+// Where a streamed stretch [i, n) of a row from `out` stops streaming: at the last kStreamAlign boundary, so that
+// non-temporal stores only ever write whole lines; the elements after it take ordinary stores. A line written partly
+// by streamed and partly by ordinary stores (a row's last vector and its tail, or the next row's head) cost AMD Zen 2
+// an order of magnitude: rows of 60 float32 written at 2.5 ns an element against 0.16 with whole lines only (a loop
+// of plain intrinsics, 2560 rows); GroupNorm [2, 1280, 60] float32 streamed, one thread, 490-525 -> 122-129 us a call
+// (with StorePieces), 106 cached.
+template <typename T>
+HWY_INLINE size_t StreamEnd(const T* out, size_t i, size_t n) {
+  const uintptr_t end = reinterpret_cast<uintptr_t>(out + n) / kStreamAlign * kStreamAlign;
+  const uintptr_t at = reinterpret_cast<uintptr_t>(out + i);
+  return end <= at ? i : i + (end - at) / sizeof(T);
+}
+
 template <class DF>
 HWY_INLINE void StreamF32(DF df, hn::Vec<DF> v, float* HWY_RESTRICT p) {
   hn::Stream(v, df, p);
@@ -229,17 +242,24 @@ HWY_INLINE void PrefetchStream(const void* p, size_t bytes) {
 // out[k..k + N) = f(k) for whole vectors of N = Lanes(df) elements from i, two vectors a step (an elementwise
 // pass is a few operations per vector, and the loop's control was a third of them). Both vectors are computed
 // before either is stored, so out may be an input of f (in place). Returns where it stopped; the caller
-// finishes the tail. `stream`: non-temporal stores, out aligned to kStreamAlign at i.
+// finishes the tail. `stream`: non-temporal stores up to StreamEnd, out aligned to kStreamAlign at i.
 template <class DF, typename T, class F>
 HWY_INLINE size_t F32Map(DF df, T* out, size_t i, size_t n, bool stream, const F& f) {
   const size_t N = hn::Lanes(df);
   if (stream) {
-    for (; i + 2 * N <= n; i += 2 * N) {
+    // Where a step of two vectors is whole lines (float32 on AVX2, float32 and the half types on AVX-512), every step
+    // from the aligned i is, and only single vectors need ordinary stores; StreamEnd's bound elsewhere. (Computing
+    // it per call cost the pipelined row-major GroupNorm 5%: [2, 1280, 8, 8] float32, one thread, on Zen 2.)
+    const size_t e = 2 * N * sizeof(T) % kStreamAlign == 0 ? n : StreamEnd(out, i, n);
+    for (; i + 2 * N <= e; i += 2 * N) {
       const auto v0 = f(i), v1 = f(i + N);
       StreamF32(df, v0, out + i);
       StreamF32(df, v1, out + i + N);
     }
-    for (; i + N <= n; i += N) StreamF32(df, f(i), out + i);
+    if (N * sizeof(T) % kStreamAlign == 0) {
+      for (; i + N <= e; i += N) StreamF32(df, f(i), out + i);
+    }
+    for (; i + N <= n; i += N) StoreF32(df, f(i), out + i);  // what is left of the last line: less than a line
   } else {
     for (; i + 2 * N <= n; i += 2 * N) {
       const auto v0 = f(i), v1 = f(i + N);
@@ -279,7 +299,7 @@ HWY_INLINE hn::Vec<D16> Bf16JoinHigh(D16 d16, VU odd, VU even) {
 // ones with k + Lanes(df), so constants put in Bf16PairLayout's order are loaded from index k. Every input is read
 // before out is written, so out may be one of them. Rounds without the NaN fix-up (Bf16RoundedBitsShortNaN), so
 // every NaN that g returns must have zero low 16 bits (NaNs widened from bfloat16, the default NaN, NaN constants made
-// canonical). `stream`: non-temporal stores, out aligned to kStreamAlign at i.
+// canonical). `stream`: non-temporal stores up to StreamEnd, out aligned to kStreamAlign at i.
 template <class DF, class G, class... In>
 HWY_INLINE size_t Bf16PairMapAt(DF df, hwy::bfloat16_t* out, size_t i, size_t n, bool stream, const G& g,
                                 const In*... in) {
@@ -296,10 +316,10 @@ HWY_INLINE size_t Bf16PairMapAt(DF df, hwy::bfloat16_t* out, size_t i, size_t n,
   };
   uint16_t* o = reinterpret_cast<uint16_t*>(out);
   if (stream && HWY_TARGET != HWY_EMU128) {
-    for (; i + N16 <= n; i += N16) hn::Stream(pair(i), du16, o + i);
-  } else {
-    for (; i + N16 <= n; i += N16) hn::StoreU(pair(i), du16, o + i);
+    const size_t e = StreamEnd(out, i, n);
+    for (; i + N16 <= e; i += N16) hn::Stream(pair(i), du16, o + i);
   }
+  for (; i + N16 <= n; i += N16) hn::StoreU(pair(i), du16, o + i);
   return i;
 }
 
@@ -353,9 +373,10 @@ constexpr TailMoves kTailMoves =
 #endif
 
 // The first k lanes of a vector of tag d from or to p, through the target's masked moves (where kTailMoves says they
-// are native). On AVX2 a vector narrower than 16 bytes is moved as its whole 128-bit register with the mask built
+// are native). On AVX2 a load narrower than 16 bytes is made on its whole 128-bit register with the mask built
 // there: Highway 1.0.3's FirstN of such a partial vector leaves the lanes past it set (its Iota loads them as 0, and
-// 0 < k), and vpmaskmov would read or write them (ASan caught the read on a bfloat16 row tail).
+// 0 < k), and vpmaskmov would read them (ASan caught the read on a bfloat16 row tail). AVX2's stores go in pieces
+// (StorePieces).
 template <class D>
 HWY_INLINE hn::Vec<D> LoadFirst(D d, const hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
 #if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
@@ -367,15 +388,48 @@ HWY_INLINE hn::Vec<D> LoadFirst(D d, const hn::TFromD<D>* HWY_RESTRICT p, size_t
   return hn::MaskedLoad(hn::FirstN(d, k), d, p);
 }
 
+// Evaluated per target pass (HWY_TARGET changes from one to the next).
+#ifndef NNOPS_STORE_PIECES
+#define NNOPS_STORE_PIECES \
+  (HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128)
+#endif
+#if NNOPS_STORE_PIECES
+// The first k lanes of v to p as at most log2(lanes) + 1 ordinary stores of halving widths (the whole vector, its lower
+// half, then the upper half's pieces). AVX2's masked store (vmaskmov) is microcoded on AMD Zen: on Zen 2, rows of 60
+// or 64 float32 with masked heads and tails ran 14-50% slower than with these pieces (a loop of plain intrinsics, 2560
+// rows, cached and streamed), and the masked stores beside streamed lines cost most.
+template <class D>
+HWY_INLINE void StorePieces(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
+  constexpr size_t kN = hn::MaxLanes(D());
+  if (k >= kN) return hn::StoreU(v, d, p);
+  if constexpr (kN > 1) {
+    const hn::Half<D> dh;
+    if (k >= kN / 2) {
+      hn::StoreU(hn::LowerHalf(dh, v), dh, p);
+      StorePieces(dh, hn::UpperHalf(dh, v), p + kN / 2, k - kN / 2);
+    } else {
+      StorePieces(dh, hn::LowerHalf(dh, v), p, k);
+    }
+  }
+}
+#endif
+
+#if NNOPS_STORE_PIECES
+// Out of line: inlined, its branches cost the pipelined row-major GroupNorm 6% where no row has a tail ([2, 1280, 8, 8]
+// float32, one thread, Zen 2), and a row's head and tail are one call each.
+template <class D>
+HWY_NOINLINE void StoreFirstPieces(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
+  StorePieces(d, v, p, k);
+}
+#endif
+
 template <class D>
 HWY_INLINE void StoreFirst(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
-#if HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3
-  if constexpr (hn::MaxLanes(D()) * sizeof(hn::TFromD<D>) < 16) {
-    const hn::Full128<hn::TFromD<D>> dw;
-    return hn::BlendedStore(hn::Vec<decltype(dw)>{v.raw}, hn::FirstN(dw, k), dw, p);
-  }
-#endif
+#if NNOPS_STORE_PIECES
+  return StoreFirstPieces(d, v, p, k);
+#else
   hn::BlendedStore(v, hn::FirstN(d, k), d, p);
+#endif
 }
 
 template <class DF, typename T>
