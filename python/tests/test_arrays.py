@@ -237,6 +237,33 @@ def test_strided_views_give_dense_bits(rng):
     assert np.array_equal(_bits(var[1::2]), _bits(v0[1::2]))
 
 
+def test_large_numpy_outputs_are_placed_like_their_input(rng):
+    # NumPy outputs of 64 KiB or more start at their input's offset in its 4 KiB page rounded down to 64 bytes,
+    # laid out like the input (C order or channels-last), with the bits of an output given by the caller; smaller
+    # ones are plain np.empty_like.
+    for shape, layout, dtype in [((2, 64, 16, 16), "c", np.float32), ((2, 16, 24, 24), "cl", BF16),
+                                 ((1, 8, 4, 4), "c", np.float16)]:
+        for skew in (0, 16, 100, 4032):  # the input at these byte offsets from a page
+            dense = rng.uniform(-2, 2, shape).astype(dtype)
+            src = dense if layout == "c" else np.ascontiguousarray(np.transpose(dense, (0, 2, 3, 1)))
+            buf = np.empty(src.nbytes + 8192, np.uint8)
+            at = (skew - buf.ctypes.data) % 4096
+            x = buf[at:at + src.nbytes].view(dtype).reshape(src.shape)
+            x[...] = src
+            if layout == "cl":
+                x = np.transpose(x, (0, 3, 1, 2))
+            assert x.ctypes.data % 4096 == skew
+            got = nnops.group_norm(x, None, None, 4)
+            want = nnops.group_norm(x, None, None, 4, out=tuple(np.empty_like(o) for o in got))
+            assert got[0].strides == x.strides
+            if got[0].nbytes >= 1 << 16:
+                assert got[0].ctypes.data % 4096 == skew // 64 * 64, (shape, skew)
+            for w, o in zip(want, got):
+                assert np.array_equal(_bits(w), _bits(o))
+            dx = nnops.group_norm_backward(x, x, got[1], got[2], None, 4)[0]
+            assert dx.strides == x.strides and (dx.nbytes < 1 << 16 or dx.ctypes.data % 4096 == skew // 64 * 64)
+
+
 def test_torch_tensors_are_used_in_place():
     torch = pytest.importorskip("torch")
     rng = np.random.default_rng(5)

@@ -100,6 +100,18 @@ struct NumpyArrayInterface {
   PyObject* descr;
 };
 
+// The data address in a NumPy array's __array_struct__ capsule.
+uintptr_t struct_address(nb::handle capsule) {
+  const auto* ai = PyCapsule_CheckExact(capsule.ptr())
+                       ? static_cast<const NumpyArrayInterface*>(PyCapsule_GetPointer(capsule.ptr(), nullptr))
+                       : nullptr;
+  if (!ai || ai->two != 2) {
+    PyErr_Clear();
+    throw nb::type_error("nnops: not a NumPy __array_struct__");
+  }
+  return reinterpret_cast<uintptr_t>(ai->data);
+}
+
 // (data, dtype, shape, strides) -> view. Rank and values are checked by the operator (check_tensor).
 TensorView view_of(nb::handle h, const char* what) {
   if (!nb::isinstance<nb::tuple>(h) || nb::len(h) != 4) {
@@ -283,7 +295,8 @@ nb::list infer(const std::string& name, const nb::list& tensors, const nb::list&
   std::vector<ops::OutputShape> shapes;
   if (Status s = d.infer(v.data(), a, parse(aux), &shapes); !s) raise_status(s);
   nb::list out;
-  for (const ops::OutputShape& o : shapes) out.append(nb::make_tuple(dtype_name(o.dtype), nb::tuple(nb::cast(o.shape))));
+  for (const ops::OutputShape& o : shapes)
+    out.append(nb::make_tuple(dtype_name(o.dtype), nb::tuple(nb::cast(o.shape))));
   return out;
 }
 
@@ -327,8 +340,18 @@ NB_MODULE(_nnops, m) {
   m.def("inplace_apply_power_sign_foreach", &power_sign_foreach, "vars"_a, "ms"_a, "grads"_a, "lr"_a, "logbase"_a,
         "sign_decay"_a, "beta"_a, "use_locking"_a = false, "num_threads"_a = 0,
         "One PowerSign step over lists of (data, dtype, shape, strides) descriptions, in one native call.");
-  m.def("default_num_threads", [] { return nnops::resolve_num_threads(nnops::Context{}); },
-        "The thread count of a call with num_threads = 0 (NNOPS_NUM_THREADS, else OpenMP's default).");
+  m.def(
+      "placed_offset",
+      [](nb::handle like, nb::handle buffer) {
+        const uintptr_t want = struct_address(like) % 4096 / 64 * 64;
+        return static_cast<int>((want - struct_address(buffer) % 4096 + 4096) % 4096);
+      },
+      "like"_a, "buffer"_a,
+      "From __array_struct__ capsules: the offset into `buffer` that sits at `like`'s offset in its 4 KiB page, "
+      "rounded down to 64 bytes (_core._placed_like).");
+  m.def(
+      "default_num_threads", [] { return nnops::resolve_num_threads(nnops::Context{}); },
+      "The thread count of a call with num_threads = 0 (NNOPS_NUM_THREADS, else OpenMP's default).");
   m.def("compiled_isas", [] {
     nb::list out;
     for (const nnops::CpuIsa& i : nnops::compiled_isas()) out.append(nb::make_tuple(i.name, i.supported));
