@@ -92,10 +92,10 @@ void MapRow(T* out, size_t n, bool stream, const F& f, const In*... in) {
 
 // MapRow as the side work of another row's sums (CanonRowSums' `side`, called before each of its steps of kCanonLanes
 // elements): `burst` steps of whole vectors (two each) after every `burst` steps of the sums, while the output has not
-// passed them by more than the head (a streamed head of less than a line, which MapHead wrote); the rest in Finish.
-// NB: a burst may start up to a head past the sums. Without that slack a streamed output that does not start on a line
-// (a malloc'd buffer 16 bytes past a page) skipped each row's first burst and then trailed the sums by a burst, and
-// that order cost Zen 2 a third: GroupNorm float32 [2, 320, 64, 64], one thread, 893-919 us a call against 640-681
+// passed them by more than kCanonLanes elements (more than a float32 streamed head, which MapHead wrote); the rest in
+// Finish. NB: a burst may start up to a head past the sums. Without that slack a streamed output that does not start on
+// a line (a malloc'd buffer 16 bytes past a page) skipped each row's first burst and then trailed the sums by a burst,
+// and that order cost Zen 2 a third: GroupNorm float32 [2, 320, 64, 64], one thread, 893-919 us a call against 640-681
 // with the output on a line, and 673-688 with the slack; [24, 320, 64, 64] 13.6 -> 10.6 ms (10.4-11.0 on a line).
 template <typename T, class F, class... In>
 class SideRow {
