@@ -256,12 +256,11 @@ def _placed_like(same: np.ndarray, dt: np.dtype) -> np.ndarray:
     """np.empty_like(same, dtype=dt, order="K"), placed where the kernels write it fastest: at `same`'s offset in
     its 4 KiB page rounded down to a 64-byte line.
 
-    NumPy takes large arrays from malloc, 16 bytes past a page, so an output made by np.empty_like starts 16 bytes
-    into a cache line. Its rows then begin and end inside lines, which the streamed stores of large outputs leave to
-    ordinary ones, and the output pass reads its input 16 bytes off its own stores: GroupNorm float32 [2, 320, 64, 64]
-    on one AMD Zen 2 core took 895 us a call into such an output and 663 into one placed so. Starting at most 63
-    bytes before the input's offset (never after it) also keeps each store out of the 4 KiB-aliasing reach of the
-    loads that follow it (a store up to ~512 bytes ahead of them, modulo 4 KiB, tripled the time there).
+    np.empty_like puts a large array wherever malloc does. An output that starts a little after its input modulo
+    4 KiB makes each store alias a load that follows it (4K aliasing), and the streamed stores of large outputs hold
+    those loads up: GroupNorm float32 [2, 320, 64, 64] on one AMD Zen 2 core took 733 us a call with the output 16
+    bytes before its input modulo 4 KiB and 2092 with it 48 bytes after (docs/python.md). Starting at most 63 bytes
+    before the input's offset, never after it, rules that out, and keeps rows on the input's line boundaries.
     """
     nbytes = same.size * dt.itemsize
     buf = np.empty(nbytes + 4096, np.uint8)
