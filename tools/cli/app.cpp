@@ -74,9 +74,10 @@ std::unique_ptr<CommandLine> make_command_line() {
   bench_cmd
       ->add_option("--layout", bench.layouts,
                    "Where the tensors lie: huge (2 MiB-aligned huge-page buffers), offset (malloc-like, 4 KiB pages, "
-                   "consecutive buffers 4 KiB + 64 B further apart), adjacent (as malloc places fresh arrays, each "
-                   "4 KiB after the last) (default: huge and adjacent)")
-      ->check(CLI::IsMember({"huge", "offset", "adjacent"}));
+                   "consecutive buffers 4 KiB + 64 B further apart), adjacent (as aligned_alloc(64) places fresh "
+                   "arrays, PyTorch's: each 4 KiB after the last, 64 B into its page), malloc (adjacent, 16 B into "
+                   "its page, as plain malloc places them: NumPy's arrays, std::vector) (default: huge and adjacent)")
+      ->check(CLI::IsMember({"huge", "offset", "adjacent", "malloc"}));
   bench_cmd->add_option("--shape", bench.shape, "One case of this main shape (D0,D1,...) instead of the size classes");
   bench_cmd->add_flag("--channels-last", bench.channels_last,
                       "With --shape: every tensor of rank >= 3 channels-last (NHWC memory), as PyTorch's "

@@ -23,6 +23,8 @@ const char* layout_name(Layout l) {
       return "offset";
     case Layout::kAdjacent:
       return "adjacent";
+    case Layout::kMalloc:
+      return "malloc";
   }
   return "?";
 }
@@ -31,6 +33,7 @@ std::optional<Layout> parse_layout(const std::string& s) {
   if (s == "huge") return Layout::kHuge;
   if (s == "offset") return Layout::kOffset;
   if (s == "adjacent") return Layout::kAdjacent;
+  if (s == "malloc") return Layout::kMalloc;
   return std::nullopt;
 }
 
@@ -47,8 +50,10 @@ Placement::Placement(Layout layout, const std::vector<std::size_t>& bytes) {
   }
   // Slots. Large buffers: a "mapping" of round_up(n + 4 KiB, 4 KiB) (glibc asks mmap for n plus its chunk
   // header and the alignment slack, rounded to pages: n + 4 KiB when n is a multiple of 4 KiB) with the data
-  // 64 bytes in, the k-th one below the (k-1)-th; `offset` leaves 4 KiB + 64 B more between consecutive
-  // ones. Small buffers: a heap growing upwards from the bottom of the region.
+  // 64 bytes in (malloc: 16), the k-th one below the (k-1)-th; `offset` leaves 4 KiB + 64 B more between
+  // consecutive ones. Small buffers: a heap growing upwards from the bottom of the region, 64-byte aligned data
+  // (malloc: 16).
+  const std::size_t in = layout == Layout::kMalloc ? 16 : 64;
   std::size_t heap = 0, maps = 0;
   std::vector<std::size_t> slot(bytes.size());
   for (std::size_t i = 0; i < bytes.size(); ++i) {
@@ -56,7 +61,7 @@ Placement::Placement(Layout layout, const std::vector<std::size_t>& bytes) {
       slot[i] = round_up(bytes[i] + kPage, kPage) + (layout == Layout::kOffset ? kPage + 64 : 0);
       maps += slot[i];
     } else {
-      heap = round_up(heap + 16, 64) + bytes[i];
+      heap = round_up(heap + 16, in) + bytes[i];
     }
   }
   const std::size_t heap_bytes = round_up(heap, kPage) + kPage;
@@ -73,9 +78,9 @@ Placement::Placement(Layout layout, const std::vector<std::size_t>& bytes) {
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     if (bytes[i] >= kMmapThreshold) {
       top -= slot[i];
-      ptrs_[i] = base + top + 64;
+      ptrs_[i] = base + top + in;
     } else {
-      h = round_up(h + 16, 64);
+      h = round_up(h + 16, in);
       ptrs_[i] = base + h;
       h += bytes[i];
     }

@@ -177,10 +177,21 @@ void Mix(void* const* arrays, size_t n, int threads, ProbeVariant v) {
     const size_t N = hn::Lanes(d);
     size_t i, e;
     Range(n, nt, tid, &i, &e);
-    // Non-temporal stores need vector-aligned addresses: only when every output is aligned at i.
+    // Non-temporal stores need vector-aligned addresses and write whole lines best: as the kernels do
+    // (StreamHead), the lanes before the first output's first 64-byte boundary take ordinary stores, then the
+    // rest streams if every output is aligned there (outputs 16 bytes into their pages, say, all alike).
+    size_t head = i;
+    if (stream_wanted && kW > 0) {
+      const size_t mis = reinterpret_cast<uintptr_t>(out[0] + i) % 64;
+      if (mis % sizeof(uint32_t) == 0 && mis != 0) head = std::min(e, i + (64 - mis) / sizeof(uint32_t));
+    }
     bool stream = stream_wanted && kW > 0;
     for (int k = 0; k < kW; ++k) {
-      stream = stream && reinterpret_cast<uintptr_t>(out[k] + i) % (N * sizeof(uint32_t)) == 0;
+      stream = stream && reinterpret_cast<uintptr_t>(out[k] + head) % std::max<size_t>(64, N * sizeof(uint32_t)) == 0;
+    }
+    if (stream && head > i) {
+      Direct<kR, kW, kInPlace, 1>(in, out, i, head, zero, false);
+      i = head;
     }
     switch (v) {
       case ProbeVariant::kPlain:
