@@ -357,8 +357,9 @@ HWY_INLINE float CanonicalNaN(float f) { return f != f ? std::numeric_limits<flo
 // Xeon VM, more than the rest of a row of 4 or 12 elements (GroupNorm [1, 64, 4] float32 took twice [1, 64, 16]).
 // Native masked loads and stores (AVX-512 for every lane size, AVX2 for 32-bit lanes, SVE's predicated ld1/st1)
 // neither fault on nor write to the lanes outside the mask, so they replace the buffer there; AVX2 moves a half
-// type's pairs of elements as 32-bit lanes and its odd last element alone. Highway emulates masked moves elsewhere
-// with a whole-vector load or store, which could read or write past the row: those targets keep the buffer.
+// type's pairs of elements as 32-bit lanes and its odd last element alone, and stores in pieces (StorePieces). Highway
+// emulates masked moves elsewhere with a whole-vector load or store, which could read or write past the row: those
+// targets keep the buffer.
 enum class TailMoves { kBuffer, kMasked, kMaskedPairs };
 template <typename T>
 constexpr TailMoves kTailMoves =
@@ -388,16 +389,19 @@ HWY_INLINE hn::Vec<D> LoadFirst(D d, const hn::TFromD<D>* HWY_RESTRICT p, size_t
   return hn::MaskedLoad(hn::FirstN(d, k), d, p);
 }
 
-// Evaluated per target pass (HWY_TARGET changes from one to the next).
-#ifndef NNOPS_STORE_PIECES
+// The x86 targets below AVX-512 with vectors (AVX2, where StoreFirst is used; SSE4 and SSSE3 move tails through a
+// buffer). Evaluated per target pass (HWY_TARGET changes from one to the next); fixed-size vectors only (MaxLanes is
+// exact there, and only an upper bound on SVE).
 #define NNOPS_STORE_PIECES \
   (HWY_ARCH_X86 && HWY_TARGET > HWY_AVX3 && HWY_TARGET != HWY_SCALAR && HWY_TARGET != HWY_EMU128)
-#endif
 #if NNOPS_STORE_PIECES
 // The first k lanes of v to p as at most log2(lanes) + 1 ordinary stores of halving widths (the whole vector, its lower
 // half, then the upper half's pieces). AVX2's masked store (vmaskmov) is microcoded on AMD Zen: on Zen 2, rows of 60
 // or 64 float32 with masked heads and tails ran 14-50% slower than with these pieces (a loop of plain intrinsics, 2560
-// rows, cached and streamed), and the masked stores beside streamed lines cost most.
+// rows, cached and streamed), and the masked stores beside streamed lines cost most. Inlined: as a call, made from the
+// heads and tails of GroupNormalizationGrad's streamed rows 16 bytes past a line, it cost that operator 2.6 times
+// ([2, 640, 16, 16] float32, one thread, the bench's malloc layout: 170 -> 434 us), while inlined it costs the
+// pipelined GroupNorm 4% where no row has a tail ([2, 1280, 8, 8]: 99.6 -> 103-105 us).
 template <class D>
 HWY_INLINE void StorePieces(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
   constexpr size_t kN = hn::MaxLanes(D());
@@ -414,19 +418,10 @@ HWY_INLINE void StorePieces(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, si
 }
 #endif
 
-#if NNOPS_STORE_PIECES
-// Out of line: inlined, its branches cost the pipelined row-major GroupNorm 6% where no row has a tail ([2, 1280, 8, 8]
-// float32, one thread, Zen 2), and a row's head and tail are one call each.
-template <class D>
-HWY_NOINLINE void StoreFirstPieces(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
-  StorePieces(d, v, p, k);
-}
-#endif
-
 template <class D>
 HWY_INLINE void StoreFirst(D d, hn::Vec<D> v, hn::TFromD<D>* HWY_RESTRICT p, size_t k) {
 #if NNOPS_STORE_PIECES
-  return StoreFirstPieces(d, v, p, k);
+  return StorePieces(d, v, p, k);
 #else
   hn::BlendedStore(v, hn::FirstN(d, k), d, p);
 #endif
