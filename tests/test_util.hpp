@@ -43,6 +43,17 @@ void fill_random(HostBuffer& b, std::mt19937_64& rng, double lo_exp = 0, double 
 /// Fills every byte with 0xA5 (a NaN-free pattern in all three dtypes) to detect unintended writes.
 void fill_sentinel(HostBuffer& b);
 
+/// Every byte of `raw` outside [p, p + n) is still `fill` (an output written into raw, which was filled so first:
+/// nothing was written before or after it, e.g. by a streamed row's head or tail).
+inline bool untouched_around(const std::vector<unsigned char>& raw, const unsigned char* p, size_t n,
+                             unsigned char fill) {
+  const size_t at = static_cast<size_t>(p - raw.data());
+  for (size_t k = 0; k < raw.size(); ++k) {
+    if ((k < at || k >= at + n) && raw[k] != fill) return false;
+  }
+  return true;
+}
+
 /// Dense row-major strides of a shape (size-0 dims count as 1).
 std::vector<int64_t> dense_strides(const std::vector<int64_t>& shape);
 /// Channels-last strides of an [N, C, d2, ...] shape (src/core/layout.hpp).

@@ -260,7 +260,9 @@ def _placed_like(same: np.ndarray, dt: np.dtype) -> np.ndarray:
     4 KiB makes each store alias a load that follows it (4K aliasing), and the streamed stores of large outputs hold
     those loads up: GroupNorm float32 [2, 320, 64, 64] on one AMD Zen 2 core took 733 us a call with the output 16
     bytes before its input modulo 4 KiB and 2092 with it 48 bytes after (docs/python.md). Starting at most 63 bytes
-    before the input's offset, never after it, rules that out, and keeps rows on the input's line boundaries.
+    before this input's offset, never after it, keeps the output's stores clear of the loads of this input in an
+    elementwise pass (not necessarily of the other inputs: group_norm_backward places dx by dy, not by x), and its
+    rows on this input's line boundaries. The array does not own its memory (its base is the uint8 buffer).
     """
     nbytes = same.size * dt.itemsize
     buf = np.empty(nbytes + 4096, np.uint8)

@@ -241,8 +241,8 @@ def test_large_numpy_outputs_are_placed_like_their_input(rng):
     # NumPy outputs of 64 KiB or more start at their input's offset in its 4 KiB page rounded down to 64 bytes,
     # laid out like the input (C order or channels-last), with the bits of an output given by the caller; smaller
     # ones are plain np.empty_like.
-    for shape, layout, dtype in [((2, 64, 16, 16), "c", np.float32), ((2, 16, 24, 24), "cl", BF16),
-                                 ((1, 8, 4, 4), "c", np.float16)]:
+    for shape, layout, dtype in [((2, 64, 16, 16), "c", np.float32), ((2, 32, 32, 32), "cl", BF16),
+                                 ((2, 16, 48, 48), "c", np.float16), ((1, 8, 4, 4), "c", np.float16)]:
         for skew in (0, 16, 100, 4032):  # the input at these byte offsets from a page
             dense = rng.uniform(-2, 2, shape).astype(dtype)
             src = dense if layout == "c" else np.ascontiguousarray(np.transpose(dense, (0, 2, 3, 1)))

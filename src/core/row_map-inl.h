@@ -104,7 +104,7 @@ class SideRow {
       : out_(out),
         n_(n),
         stream_(stream),
-        burst_(std::max<size_t>(burst, 1)),
+        burst_(LineBurst(burst)),
         f_(f),
         in_(in...),
         i_(MapHead(out, n, stream, f, in...)) {}
@@ -120,6 +120,14 @@ class SideRow {
   }
 
  private:
+  // `burst` steps rounded up to whole lines of output (a step of two vectors is a line for float32 on AVX2, half of
+  // one on SSE4 or for the half types): a burst that ended inside a line would leave it half streamed and half
+  // written by ordinary stores (StreamEnd), which AMD Zen 2 pays an order of magnitude for.
+  static size_t LineBurst(size_t burst) {
+    const size_t step_bytes = 2 * hn::Lanes(hn::ScalableTag<float>()) * sizeof(T);
+    const size_t per_line = step_bytes >= kStreamAlign ? 1 : kStreamAlign / step_bytes;
+    return (std::max<size_t>(burst, 1) + per_line - 1) / per_line * per_line;
+  }
   HWY_INLINE size_t Body(size_t j) { return Body(j, std::index_sequence_for<In...>()); }
   template <size_t... I>
   HWY_INLINE size_t Body(size_t j, std::index_sequence<I...>) {

@@ -103,8 +103,9 @@ void print_footer() {
       "slowest..fastest run. "
       "ratio = GB/s / probe. model: ratio counting the traffic the algorithm needs (e.g. GroupNormalizationGrad "
       "groups larger than 1 MiB are read twice). layout: huge = 2 MiB-aligned huge-page buffers; adjacent = "
-      "placed as malloc places fresh arrays (4 KiB pages, each 4 KiB after the last); offset = adjacent with "
-      "4 KiB + 64 B more between consecutive buffers. * probe on separate buffers.\n");
+      "placed as aligned_alloc(64) places fresh arrays (4 KiB pages, each 4 KiB after the last, 64 B into its "
+      "page); malloc = adjacent 16 B into its page, as plain malloc places them; offset = adjacent with 4 KiB + 64 B "
+      "more between consecutive buffers. * probe on separate buffers.\n");
 }
 
 std::string json_result(const Result& r) {

@@ -390,13 +390,14 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
   plan.scratch_bytes = gn::scratch_bytes(static_cast<uint64_t>(a.c));
   plan.workspace_bytes = gn::workspace_bytes(a, 3, plan.scratch_bytes);
   ops::Problem p = before.clone();
-  std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256);
+  std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256, 0xA5);
   unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
   a.out = out;
   a.mean = p.t[gn::kMean].view();
   a.rstd = p.t[gn::kRstd].view();
   HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
   gn::run(plan, a, ws.data());
+  EXPECT_TRUE(testing::untouched_around(raw, out, p.t[gn::kOut].bytes(), 0xA5));
   if (layout == gn::Layout::kNCHW) {
     std::memcpy(p.t[gn::kOut].data(), out, p.t[gn::kOut].bytes());
   } else {

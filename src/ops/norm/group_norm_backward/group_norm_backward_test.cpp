@@ -268,7 +268,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
                 plan.scratch_bytes = gn_bwd::scratch_bytes(static_cast<uint64_t>(a.c));
                 plan.workspace_bytes = gn_bwd::workspace_bytes(a, 3, plan.scratch_bytes);
                 ops::Problem p = before.clone();
-                std::vector<unsigned char> raw(bytes + 256);
+                std::vector<unsigned char> raw(bytes + 256, 0xA5);
                 unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
                 if (in_place) {
                   std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
@@ -279,6 +279,7 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
                 a.dbeta = p.t[gn_bwd::kDbeta].view();
                 HostBuffer ws(DType::kFloat32, {static_cast<int64_t>(plan.workspace_bytes / 4 + 16)});
                 gn_bwd::run(plan, a, ws.data());
+                EXPECT_TRUE(testing::untouched_around(raw, out, bytes, 0xA5));
                 if (!cl) {
                   std::memcpy(p.t[gn_bwd::kDx].data(), out, bytes);
                 } else {

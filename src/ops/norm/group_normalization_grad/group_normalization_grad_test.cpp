@@ -437,7 +437,7 @@ TEST(GroupNormGrad, EveryScheduleGivesSameBits) {
           if ((variant & 16) && !(variant & 8)) continue;  // a burst only paces a pipeline
           for (int threads : {1, 2, 3}) {
             // Output one element past a 64-byte boundary so that streaming needs its alignment peel.
-            std::vector<unsigned char> raw(want.bytes() + 256);
+            std::vector<unsigned char> raw(want.bytes() + 256, 0xA5);
             auto* base = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
             gn_grad::Args b = a;
             b.dx = base;
@@ -452,6 +452,7 @@ TEST(GroupNormGrad, EveryScheduleGivesSameBits) {
             plan.workspace_bytes = plan.split_groups ? plan.groups * plan.blocks_per_group * 2 * sizeof(double) : 0;
             std::vector<double> ws(plan.workspace_bytes / sizeof(double));
             gn_grad::run(plan, b, ws.data());
+            EXPECT_TRUE(testing::untouched_around(raw, base, want.bytes(), 0xA5));
             EXPECT_EQ(std::memcmp(base, want.data(), want.bytes()), 0)
                 << dtype_name(t) << " variant " << variant << " threads " << threads;
           }
