@@ -12,6 +12,7 @@
 
 #include "nnops/nnops.hpp"
 #include "src/core/check.hpp"
+#include "src/core/dispatch.hpp"
 #include "src/core/parallel.hpp"
 #include "src/ops/op_desc.hpp"
 #include "tests/test_util.hpp"
@@ -183,6 +184,31 @@ TEST(Isa, ForceAndCap) {
   Status bad = set_max_isa("avx9000");
   EXPECT_EQ(bad.code(), StatusCode::kInvalidArgument);
   EXPECT_NE(bad.message().find("avx9000"), std::string::npos);
+}
+
+// NNOPS_DYNAMIC_DISPATCH's table entry: the chosen target's, but AVX2's for float32 where the CPU runs AVX-512 and
+// float32_on_avx2() holds (AMD Zen 4, or NNOPS_FLOAT32_AVX2=1), unless a test pinned the target.
+TEST(Isa, Float32MovesToAvx2OnlyWhereChosen) {
+  ASSERT_TRUE(force_isa_for_testing(0).is_ok());
+  (void)current_isa();  // the first dispatch chooses the target
+  const size_t chosen = hwy::GetChosenTarget().GetIndex();
+  auto index_of = [](int64_t target) {  // the scalar targets sit past the dynamic ones, in their own bit
+    const int64_t bit =
+        HWY_CHOSEN_TARGET_SHIFT(target) != 0 ? HWY_CHOSEN_TARGET_SHIFT(target) : HWY_CHOSEN_TARGET_MASK_SCALAR;
+    return hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(bit));
+  };
+  for (DType d : {DType::kFloat16, DType::kBFloat16}) EXPECT_EQ(detail::dispatch_index(d), chosen);
+  bool avx512 = false;
+  for (const CpuIsa& isa : testing::runnable_isas()) avx512 = avx512 || isa.name.rfind("avx3", 0) == 0;
+  const bool moves = HWY_ARCH_X86 && avx512 && detail::float32_on_avx2() && current_isa().rfind("avx3", 0) == 0;
+  EXPECT_EQ(detail::dispatch_index(DType::kFloat32), moves ? index_of(HWY_AVX2) : chosen);
+  for (const CpuIsa& isa : testing::runnable_isas()) {
+    SCOPED_TRACE(isa.name);
+    ASSERT_TRUE(force_isa_for_testing(isa.bits).is_ok());
+    EXPECT_EQ(detail::dispatch_index(DType::kFloat32), index_of(isa.bits));  // pinned: every dtype on it
+    EXPECT_EQ(detail::dispatch_index(DType::kFloat16), index_of(isa.bits));
+  }
+  ASSERT_TRUE(force_isa_for_testing(0).is_ok());
 }
 
 // Regression, found by the aarch64 suite under qemu with 128- and 256-bit SVE: Highway 1.0.3's

@@ -17,9 +17,10 @@ void init_dispatch();
 /// The CPUs whose kernels' memory choices (below) were measured to differ from the default: Intel (the Xeon VM of
 /// docs/performance.md), AMD Zen 2 (family 0x17, which also holds Zen and Zen+ with the same 512 KiB L2 and victim
 /// L3; an EPYC Rome VM, "Zen 2" section there) and AMD Zen 5 and later (family 0x1A+; an EPYC VM, "Zen 5" sections
-/// there). Everything else (Zen 3 and Zen 4, family 0x19, whose L3 an earlier session found to serve one core far
-/// faster) keeps the defaults.
-enum class CpuKind { kIntel, kAmdZen2, kAmdZen5, kOther };
+/// there), AMD Zen 4 (family 0x19, Zen 4's models; an EPYC VM with AVX-512, "AMD Zen 4 with AVX-512" there) and AMD
+/// Zen 5 and later (family 0x1A+). Everything else (Zen 3, other vendors, ARM) keeps the defaults. NNOPS_CPU_KIND=
+/// intel, amd-zen2, amd-zen4, amd-zen5 or other takes that kind's choices on any CPU (for measuring).
+enum class CpuKind { kIntel, kAmdZen2, kAmdZen4, kAmdZen5, kOther };
 CpuKind cpu_kind();
 const char* cpu_kind_name(CpuKind kind);
 
@@ -96,7 +97,11 @@ bool split_sum_pipes();
 ///   ([103, 320, 64, 64] 34.5 -> 28 GB/s, GroupNormBackward [69, 320, 64, 64] 37 -> 26) unless the statistics pass
 ///   prefetches ahead (overlap_prefetched_passes).
 /// - AMD Zen 2: row-major only, in bursts, through overlap_prefetched_passes (overlap_burst_steps).
-/// - Elsewhere off (an earlier session found a similar interleave in GroupNormalizationGrad slower on Zen 4).
+/// - AMD Zen 4, as Zen 5 while the inputs fit half the L3, in bursts (overlap_burst_steps); GroupNorm float32
+///   [2, 64, 16384] streamed, one thread, 538 -> 342-355 us a call (on AVX2 with bursts of 16; step by step it lost,
+///   561-624 us). Beyond half the L3 not at all: from memory GroupNormBackward [69, 320, 64, 64] took 34 ms group by
+///   group and 45 overlapped, with or without the prefetch.
+/// - Elsewhere off.
 /// NNOPS_OVERLAP_PASSES=0 or 1 overrides (any size).
 bool overlap_passes(uint64_t input_bytes);
 /// The largest `input_bytes` overlap_passes says yes to: 0 where it never does, ~0 where any size.
@@ -119,8 +124,10 @@ bool overlap_prefetched_passes(uint64_t input_bytes);
 /// [69, 320, 64, 64] 53.3 -> 38.9 ms, the UNet workload's forward 39.8 -> 32.6 ms and backward 56.3 -> 44.7 ms
 /// (docs/performance.md, "Zen 2"). There: 16, and the row-major passes overlap at every size that streams
 /// (overlap_prefetched_passes), with their prefetch; channels-last units stay unpipelined (UNet's channels-last forward
-/// 50.2 -> 54.7 ms pipelined). NNOPS_OVERLAP_PASSES=0 turns the overlap off; =1 overlaps both layouts, still in
-/// these bursts.
+/// 50.2 -> 54.7 ms pipelined). AMD Zen 4: 16 as well, where its passes overlap (overlap_passes): GroupNorm float32
+/// [2, 64, 16384] streamed, one thread, step by step 561-624 us (AVX2) and 390-410 (AVX-512), in bursts of 16 342-355
+/// and 342-439. NNOPS_OVERLAP_PASSES=0 turns the overlap off; =1 overlaps both layouts, still in these bursts;
+/// NNOPS_OVERLAP_BURST_STEPS=<n> sets n (for measuring).
 int overlap_burst_steps();
 
 /// Whether GroupNormalizationGrad writes a group's streamed float32 dx while the next group's block sums read that
@@ -145,9 +152,34 @@ bool overlap_block_sums();
 ///   16384] 51 -> 80 GB/s), while two cores' L3 bandwidth beats memory's as long as the data fits (same GroupNorm,
 ///   two threads: 108 cached, 82 streamed; GroupNormalizationGrad [8, 8, 65536], 16 MiB out and 64 MiB in all:
 ///   51 -> 62 streamed).
-/// - Elsewhere 64 MiB, well past a typical L3 (Zen 4's L3 serves a core far faster; not measured there lower).
+/// - AMD Zen 4: as Zen 5. One thread, streamed from 1 MiB with the passes overlapped against cached to 64 MiB before
+///   (two rounds): GroupNorm float32 [2, 64, 32768] 1.37-1.38 -> 0.95-1.01 ms, [2, 320, 64, 64] 679-695 -> 492-511 us,
+///   GroupNormBackward [2, 320, 64, 64] 1.03-1.12 ms -> 821-834 us (not overlapped: its inputs pass half the L3); the
+///   UNet workload's backward 49.8-51.3 -> 42.2-43.3 ms. Two threads were noisy between 2 MiB and half the L3.
+/// - Elsewhere 64 MiB, well past a typical L3.
 /// NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring).
 uint64_t stream_output_min_bytes(int threads);
+
+/// Whether PowerSign, GroupNormalizationGrad and GroupNormBackward run float32 data on the AVX2 target where the CPU
+/// also runs AVX-512 (the HWY_AVX3 targets), through NNOPS_DYNAMIC_DISPATCH (src/core/dispatch.hpp); results never
+/// depend on it (every FMA target gives the same
+/// bits, docs/semantics.md and tests/cross_isa_hashes.cpp). AMD Zen 4 only, which executes a 512-bit operation as two
+/// 256-bit halves, so AVX-512 doubles no throughput there, while the float64 sums of the GroupNorm family keep half as
+/// many independent accumulator vectors on it (16 canonical lanes in 2 vectors of 8 against 4 of 4) and wait on their
+/// latency. Measured on an EPYC Zen 4 VM (docs/performance.md, "AMD Zen 4 with AVX-512"), one thread, huge pages, two
+/// rounds, avx3 -> avx2: GroupNormalizationGrad [2, 4, 6144] 18.3 -> 14.9-15.2 us, [8, 8, 16384] 399 -> 335-341 us;
+/// PowerSign [65536] 29.6-30.9 -> 26.1-26.4 us, [1398101] 642-651 -> 551-558 us; GroupNorm [1, 64, 1536] 18.9-19.2 ->
+/// 16.6-16.9 us; GroupNormBackward [1, 64, 1024] 19.3-19.9 -> 14.7 us, [2, 64, 10922] 416-423 -> 353-363 us; from
+/// memory within the spread either way. The half types stay on AVX-512, which converts them 16 at a time and was the
+/// faster there (GroupNormBackward float16 [2, 64, 21845] 857-883 us against 994-1090, from memory GroupNorm float16
+/// [205, 320, 64, 64] channels-last 63.5 ms against 80). GroupNorm stays on AVX-512 for float32 too: its statistics
+/// interleave two rows there (CanonRowSumsPair), and the UNet workload's forward was the faster on it (30.5-31.7 ms
+/// against 32.8-33.0, one thread). NNOPS_FLOAT32_AVX2=0 or 1 overrides.
+bool float32_on_avx2();
+
+/// Whether force_isa_for_testing has pinned one target: then every kernel runs on it (NNOPS_DYNAMIC_DISPATCH does not
+/// move float32 to AVX2).
+bool isa_forced();
 
 /// One core's L2 (bytes): Linux's sysfs, else glibc's sysconf, else 1 MiB.
 uint64_t l2_cache_bytes();

@@ -7,6 +7,7 @@
 #endif
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdlib>
 #include <cstring>
@@ -83,6 +84,10 @@ Status apply_cap(const std::string& name) {
 }  // namespace
 
 namespace detail {
+std::atomic<bool> g_isa_forced{false};
+
+bool isa_forced() { return g_isa_forced.load(std::memory_order_relaxed); }
+
 // Applies NNOPS_MAX_CPU_ISA once, before the first kernel runs. A bad value is ignored here (it cannot
 // be reported from a kernel); `nnops info` reports it.
 void init_dispatch() {
@@ -94,13 +99,25 @@ void init_dispatch() {
 
 namespace {
 CpuKind detect_cpu_kind() {
+  if (const char* env = std::getenv("NNOPS_CPU_KIND")) {
+    for (CpuKind k : {CpuKind::kIntel, CpuKind::kAmdZen2, CpuKind::kAmdZen4, CpuKind::kAmdZen5, CpuKind::kOther}) {
+      if (std::strcmp(env, cpu_kind_name(k)) == 0) return k;
+    }
+    // An unknown name is ignored (it cannot be reported from a kernel); `nnops info` reports it.
+  }
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
   if (__builtin_cpu_is("intel")) return CpuKind::kIntel;
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
   if (__builtin_cpu_is("amd") && __get_cpuid(1, &eax, &ebx, &ecx, &edx)) {
     const unsigned base = (eax >> 8) & 0xF, family = base == 0xF ? base + ((eax >> 20) & 0xFF) : base;
+    const unsigned model = ((eax >> 4) & 0xF) | (base == 0xF ? ((eax >> 16) & 0xF) << 4 : 0);
     if (family >= 0x1A) return CpuKind::kAmdZen5;
     if (family == 0x17) return CpuKind::kAmdZen2;
+    // Family 0x19 holds Zen 3 and Zen 4; Zen 4's models (AMD's revision guides: Genoa and Bergamo 0x10-0x1F and
+    // 0xA0-0xAF, the client parts 0x60-0x7F) have the 1 MiB L2 and the AVX-512 the choices below were measured with.
+    if (family == 0x19 &&
+        ((model >= 0x10 && model <= 0x1F) || (model >= 0x60 && model <= 0x7F) || (model >= 0xA0 && model <= 0xAF)))
+      return CpuKind::kAmdZen4;
   }
 #endif
   return CpuKind::kOther;
@@ -167,6 +184,8 @@ const char* cpu_kind_name(CpuKind kind) {
       return "intel";
     case CpuKind::kAmdZen2:
       return "amd-zen2";
+    case CpuKind::kAmdZen4:
+      return "amd-zen4";
     case CpuKind::kAmdZen5:
       return "amd-zen5";
     default:
@@ -220,6 +239,11 @@ ColumnWalk column_walk() {
   return w;
 }
 
+bool float32_on_avx2() {
+  static const bool on = env_switch("NNOPS_FLOAT32_AVX2").value_or(cpu_kind() == CpuKind::kAmdZen4);
+  return on;
+}
+
 bool split_sum_pipes() {
   static const bool on = env_switch("NNOPS_SPLIT_SUM_PIPES").value_or(cpu_kind() == CpuKind::kAmdZen2);
   return on;
@@ -232,6 +256,7 @@ uint64_t overlap_passes_max_bytes() {
   switch (cpu_kind()) {
     case CpuKind::kIntel:
       return kAny;
+    case CpuKind::kAmdZen4:
     case CpuKind::kAmdZen5:
       return l3_cache_bytes() / 2;
     default:
@@ -257,7 +282,13 @@ bool overlap_prefetched_passes(uint64_t input_bytes) {
   }
 }
 
-int overlap_burst_steps() { return cpu_kind() == CpuKind::kAmdZen2 ? 16 : 1; }
+int overlap_burst_steps() {
+  static const int steps = [] {
+    if (const char* env = std::getenv("NNOPS_OVERLAP_BURST_STEPS")) return std::max(1, std::atoi(env));
+    return cpu_kind() == CpuKind::kAmdZen2 || cpu_kind() == CpuKind::kAmdZen4 ? 16 : 1;
+  }();
+  return steps;
+}
 
 bool overlap_block_sums() {
   static const std::optional<bool> env = env_switch("NNOPS_OVERLAP_PASSES");
@@ -274,6 +305,7 @@ uint64_t stream_output_min_bytes(int threads) {
     case CpuKind::kIntel:
     case CpuKind::kAmdZen2:
       return l2 * writers;
+    case CpuKind::kAmdZen4:
     case CpuKind::kAmdZen5:
       return writers == 1 ? l2 : l3 / 2;
     default:
@@ -302,6 +334,7 @@ Status set_max_isa(const std::string& name) {
 Status force_isa_for_testing(long long bits) {
   detail::init_dispatch();
   hwy::SetSupportedTargetsForTest(0);  // back to what the CPU really supports (and the cap)
+  detail::g_isa_forced.store(false);
   if (bits == 0) return Status::ok();
   if ((bits & HWY_TARGETS) == 0 || (bits & (bits - 1)) != 0)
     return Status(StatusCode::kInvalidArgument, "force_isa_for_testing: not a single compiled target");
@@ -309,6 +342,7 @@ Status force_isa_for_testing(long long bits) {
     return Status(StatusCode::kUnsupported,
                   std::string("force_isa_for_testing: this CPU cannot run ") + hwy::TargetName(bits));
   hwy::SetSupportedTargetsForTest(bits);
+  detail::g_isa_forced.store(true);
   return Status::ok();
 }
 

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <iterator>
 #include <string>
 
@@ -36,7 +37,12 @@ int run_info() {
   if (usable > 0) std::printf(" (%d usable by this process)", usable);
   std::printf("\n");
   // The CPU-dependent choices of the kernels (none changes a bit of a result; docs/performance.md).
-  std::printf("cpu kind:       %s (the choices below follow it)\n", detail::cpu_kind_name(detail::cpu_kind()));
+  std::printf("cpu kind:       %s (the choices below follow it; NNOPS_CPU_KIND)\n",
+              detail::cpu_kind_name(detail::cpu_kind()));
+  if (const char* kind = std::getenv("NNOPS_CPU_KIND")) {
+    if (std::strcmp(kind, detail::cpu_kind_name(detail::cpu_kind())) != 0)
+      std::printf("NNOPS_CPU_KIND=%s  (ignored: expected intel, amd-zen2, amd-zen4, amd-zen5 or other)\n", kind);
+  }
   std::printf("prefetch:      ");
   for (const detail::PrefetchLoop loop : detail::kPrefetchLoops) {
     std::printf(" %s %s%s", detail::prefetch_loop_name(loop), detail::software_prefetch(loop) ? "on" : "off",
@@ -53,6 +59,8 @@ int run_info() {
       "sum pipes:      GroupNormBackward's row-major float32 sums split between add and FMA pipes: %s "
       "(NNOPS_SPLIT_SUM_PIPES)\n",
       detail::split_sum_pipes() ? "on" : "off");
+  std::printf("float32 on avx2: %s (NNOPS_FLOAT32_AVX2: float32 kernels on AVX2 where AVX-512 also runs)\n",
+              detail::float32_on_avx2() ? "on" : "off");
   const uint64_t overlap = detail::overlap_passes_max_bytes();
   const int burst = detail::overlap_burst_steps();
   const std::string bursts = burst > 1 ? ", the output in bursts of " + std::to_string(burst) + " steps" : "";

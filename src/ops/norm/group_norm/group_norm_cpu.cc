@@ -413,6 +413,9 @@ HWY_EXPORT(GroupNormRun);
 
 void run(const Plan& p, const Args& a, void* workspace) {
   detail::init_dispatch();
+  // Not NNOPS_DYNAMIC_DISPATCH: on AMD Zen 4 this operator stays on AVX-512 for float32 too, where its statistics
+  // interleave two rows (CanonRowSumsPair, which needs AVX-512's registers) and the UNet workload measured faster
+  // (forward, one thread, 30.5-31.7 ms against 32.8-33.0 on AVX2; docs/performance.md, "AMD Zen 4 with AVX-512").
   HWY_DYNAMIC_DISPATCH(GroupNormRun)(p, a, static_cast<unsigned char*>(workspace));
 }
 }  // namespace gn

@@ -282,7 +282,7 @@ TEST(GroupNorm, PlanSplitsWholeGroups) {
 }
 
 // Outputs are streamed from detail::stream_output_min_bytes(the threads that write them): one L2 a thread on Intel
-// CPUs and AMD Zen 2, one L2 for one thread and half the L3 for more on AMD Zen 5, 64 MiB elsewhere (unless
+// CPUs and AMD Zen 2, one L2 for one thread and half the L3 for more on AMD Zen 4 and Zen 5, 64 MiB elsewhere (unless
 // NNOPS_STREAM_MIN_BYTES says otherwise).
 TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
   const uint64_t one = detail::stream_output_min_bytes(1), two = detail::stream_output_min_bytes(2);
@@ -293,6 +293,7 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
         EXPECT_GE(one, uint64_t{256} << 10);
         EXPECT_EQ(two, 2 * one);
         break;
+      case detail::CpuKind::kAmdZen4:
       case detail::CpuKind::kAmdZen5:
         EXPECT_GE(one, uint64_t{256} << 10);
         EXPECT_GE(two, 2 * one);  // half an L3 shared by the cores, each L2 in it (a victim cache) or beside it
@@ -329,9 +330,10 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
 }
 
 // Streamed float32 groups (row-major, or channels-last chunks of whole rows) overlap their passes where
-// detail::overlap_passes says so for x's bytes: on Intel at any size, on AMD Zen 5 while x fits half the L3 (beyond it
-// row-major groups with the prefetch on, detail::overlap_prefetched_passes), on AMD Zen 2 row-major groups only, with
-// the prefetch and in bursts (detail::overlap_burst_steps), nowhere else (unless NNOPS_OVERLAP_PASSES says otherwise).
+// detail::overlap_passes says so for x's bytes: on Intel at any size, on AMD Zen 4 and Zen 5 while x fits half the L3
+// (beyond it on Zen 5 row-major groups with the prefetch on, detail::overlap_prefetched_passes), on AMD Zen 2 row-major
+// groups only, with the prefetch, in bursts (detail::overlap_burst_steps, on Zen 4 too), nowhere else (unless
+// NNOPS_OVERLAP_PASSES says otherwise).
 TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
   const uint64_t one = detail::stream_output_min_bytes(1), max = detail::overlap_passes_max_bytes();
   if (!std::getenv("NNOPS_OVERLAP_PASSES")) {

@@ -327,13 +327,15 @@ void GroupNormBackwardRun(const gn_bwd::Plan& p, const gn_bwd::Args& a, unsigned
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "src/core/dispatch.hpp"
+
 namespace nnops {
 namespace gn_bwd {
 HWY_EXPORT(GroupNormBackwardRun);
 
 void run(const Plan& p, const Args& a, void* workspace) {
   detail::init_dispatch();
-  HWY_DYNAMIC_DISPATCH(GroupNormBackwardRun)(p, a, static_cast<unsigned char*>(workspace));
+  NNOPS_DYNAMIC_DISPATCH(GroupNormBackwardRun, a.dtype)(p, a, static_cast<unsigned char*>(workspace));
 }
 }  // namespace gn_bwd
 }  // namespace nnops

@@ -474,12 +474,14 @@ void GnGradRun(const gn_grad::Plan& p, const gn_grad::Args& a, double* ws) {
 HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
+#include "src/core/dispatch.hpp"
+
 namespace nnops {
 HWY_EXPORT(GnGradRun);
 
 void gn_grad::run(const Plan& plan, const Args& a, void* workspace) {
   detail::init_dispatch();
-  HWY_DYNAMIC_DISPATCH(GnGradRun)(plan, a, static_cast<double*>(workspace));
+  NNOPS_DYNAMIC_DISPATCH(GnGradRun, a.dtype)(plan, a, static_cast<double*>(workspace));
 }
 }  // namespace nnops
 #endif  // HWY_ONCE
