@@ -186,8 +186,30 @@ TEST(Isa, ForceAndCap) {
   EXPECT_NE(bad.message().find("avx9000"), std::string::npos);
 }
 
-// NNOPS_DYNAMIC_DISPATCH's table entry: the chosen target's, but AVX2's for float32 where the CPU runs AVX-512 and
-// float32_on_avx2() holds (AMD Zen 4, or NNOPS_FLOAT32_AVX2=1), unless a test pinned the target.
+// float32_dispatch_index on table indices as x86 numbers them (0 the initializer, 8 AVX3_DL, 9 AVX3, 10 AVX2, 12
+// SSSE3, 16 the scalar fallback): only float32 leaves an AVX-512 index, for AVX2's, when the CPU kind asks and no test
+// pinned the target; an uninitialized 0 and every target at or below AVX2 stay; a build without the move (avx2 = 0)
+// never moves.
+TEST(Isa, Float32DispatchIndexMovesOnlyAvx512ToAvx2) {
+  constexpr size_t kAvx2 = 10;
+  for (size_t chosen : {size_t{0}, size_t{8}, size_t{9}, size_t{10}, size_t{11}, size_t{12}, size_t{16}}) {
+    for (DType d : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
+      for (int on = 0; on < 2; ++on) {
+        for (int forced = 0; forced < 2; ++forced) {
+          SCOPED_TRACE("chosen " + std::to_string(chosen) + " " + dtype_name(d) + " on " + std::to_string(on) +
+                       " forced " + std::to_string(forced));
+          const bool moves = d == DType::kFloat32 && on && !forced && (chosen == 8 || chosen == 9);
+          EXPECT_EQ(detail::float32_dispatch_index(chosen, d, on, forced, kAvx2), moves ? kAvx2 : chosen);
+          EXPECT_EQ(detail::float32_dispatch_index(chosen, d, on, forced, 0), chosen);
+        }
+      }
+    }
+  }
+}
+
+// NNOPS_DYNAMIC_DISPATCH's table entry in this process: the chosen target's, but AVX2's for float32 where the CPU runs
+// AVX-512 and float32_on_avx2() holds (AMD Zen 4 with AVX-512, or NNOPS_FLOAT32_AVX2=1), unless a test pinned the
+// target.
 TEST(Isa, Float32MovesToAvx2OnlyWhereChosen) {
   ASSERT_TRUE(force_isa_for_testing(0).is_ok());
   (void)current_isa();  // the first dispatch chooses the target
@@ -198,9 +220,8 @@ TEST(Isa, Float32MovesToAvx2OnlyWhereChosen) {
     return hwy::Num0BitsBelowLS1Bit_Nonzero64(static_cast<uint64_t>(bit));
   };
   for (DType d : {DType::kFloat16, DType::kBFloat16}) EXPECT_EQ(detail::dispatch_index(d), chosen);
-  bool avx512 = false;
-  for (const CpuIsa& isa : testing::runnable_isas()) avx512 = avx512 || isa.name.rfind("avx3", 0) == 0;
-  const bool moves = HWY_ARCH_X86 && avx512 && detail::float32_on_avx2() && current_isa().rfind("avx3", 0) == 0;
+  const bool moves =
+      detail::kAvx2DispatchIndex != 0 && detail::float32_on_avx2() && current_isa().rfind("avx3", 0) == 0;
   EXPECT_EQ(detail::dispatch_index(DType::kFloat32), moves ? index_of(HWY_AVX2) : chosen);
   for (const CpuIsa& isa : testing::runnable_isas()) {
     SCOPED_TRACE(isa.name);

@@ -16,10 +16,11 @@ void init_dispatch();
 
 /// The CPUs whose kernels' memory choices (below) were measured to differ from the default: Intel (the Xeon VM of
 /// docs/performance.md), AMD Zen 2 (family 0x17, which also holds Zen and Zen+ with the same 512 KiB L2 and victim
-/// L3; an EPYC Rome VM, "Zen 2" section there) and AMD Zen 5 and later (family 0x1A+; an EPYC VM, "Zen 5" sections
-/// there), AMD Zen 4 (family 0x19, Zen 4's models; an EPYC VM with AVX-512, "AMD Zen 4 with AVX-512" there) and AMD
-/// Zen 5 and later (family 0x1A+). Everything else (Zen 3, other vendors, ARM) keeps the defaults. NNOPS_CPU_KIND=
-/// intel, amd-zen2, amd-zen4, amd-zen5 or other takes that kind's choices on any CPU (for measuring).
+/// L3; an EPYC Rome VM, "Zen 2" section there), AMD Zen 4 with AVX-512 (family 0x19, Zen 4's models; an EPYC VM,
+/// "AMD Zen 4 with AVX-512" there; a Zen 4 whose hypervisor hides AVX-512, as an earlier VM did, was not measured with
+/// these choices and keeps the defaults) and AMD Zen 5 and later (family 0x1A+; an EPYC VM, "Zen 5" sections there).
+/// Everything else (Zen 3, other vendors, ARM) keeps the defaults. NNOPS_CPU_KIND=intel, amd-zen2, amd-zen4,
+/// amd-zen5 or other takes that kind's choices on any CPU (for measuring).
 enum class CpuKind { kIntel, kAmdZen2, kAmdZen4, kAmdZen5, kOther };
 CpuKind cpu_kind();
 const char* cpu_kind_name(CpuKind kind);
@@ -98,9 +99,9 @@ bool split_sum_pipes();
 ///   prefetches ahead (overlap_prefetched_passes).
 /// - AMD Zen 2: row-major only, in bursts, through overlap_prefetched_passes (overlap_burst_steps).
 /// - AMD Zen 4, as Zen 5 while the inputs fit half the L3, in bursts (overlap_burst_steps); GroupNorm float32
-///   [2, 64, 16384] streamed, one thread, 538 -> 342-355 us a call (on AVX2 with bursts of 16; step by step it lost,
-///   561-624 us). Beyond half the L3 not at all: from memory GroupNormBackward [69, 320, 64, 64] took 34 ms group by
-///   group and 45 overlapped, with or without the prefetch.
+///   [2, 64, 16384] streamed, one thread (on AVX-512, as GroupNorm runs there), 536-538 us group by group, 391-398
+///   overlapped step by step, 342-439 in bursts of 16. Beyond half the L3 not at all: from memory GroupNormBackward
+///   [69, 320, 64, 64] took 34 ms group by group and 45 overlapped, with or without the prefetch.
 /// - Elsewhere off.
 /// NNOPS_OVERLAP_PASSES=0 or 1 overrides (any size).
 bool overlap_passes(uint64_t input_bytes);
