@@ -153,12 +153,15 @@ bool overlap_block_sums();
 ///   16384] 51 -> 80 GB/s), while two cores' L3 bandwidth beats memory's as long as the data fits (same GroupNorm,
 ///   two threads: 108 cached, 82 streamed; GroupNormalizationGrad [8, 8, 65536], 16 MiB out and 64 MiB in all:
 ///   51 -> 62 streamed).
-/// - AMD Zen 4: one thread, its L2; more, 64 MiB. One thread, streamed from 1 MiB with the passes overlapped against
-///   cached to 64 MiB before (two rounds): GroupNorm float32 [2, 64, 32768] 1.37-1.38 -> 0.95-1.01 ms, [2, 320, 64,
-///   64] 679-695 -> 492-511 us, GroupNormBackward [2, 320, 64, 64] 1.03-1.12 ms -> 821-834 us (not overlapped: its
-///   inputs pass half the L3); the UNet workload's backward 48.0-48.4 -> 40.9-41.4 ms. Two threads kept 64 MiB: with
-///   half the L3 (Zen 5's rule) the UNet workload on two threads lost (row-major forward 20.0-20.4 -> 23.3 ms,
-///   channels-last backward 43.3-47.0 -> 46.5-51.9), and the in-L3 cases were too noisy to rank.
+/// - AMD Zen 4: the same rule as Intel. One thread, streamed from 1 MiB with the passes overlapped against cached to
+///   64 MiB before (two rounds): GroupNorm float32 [2, 64, 32768] 1.37-1.38 -> 0.95-1.01 ms, [2, 320, 64, 64] 679-695
+///   -> 492-511 us, GroupNormBackward [2, 320, 64, 64] 1.03-1.12 ms -> 821-834 us (not overlapped: its inputs pass
+///   half the L3); the UNet workload's backward 48.0-48.4 -> 40.9-41.4 ms. Two threads, streamed from 2 MiB against
+///   64 MiB (later rounds of three): GroupNorm [2, 64, 16384] 288-346 -> 177-192 us, [2, 640, 32, 32] 168-171 ->
+///   127-129, [2, 640, 64, 64] (from 4 MiB, the same plan) 0.96-1.16 -> 0.75-1.0 ms; GroupNormBackward [2, 640, 32, 32]
+///   203-207 -> 175 us; the UNet workload's row-major forward 20.3-25.2 -> 17.7-19.1 ms and backward 29.1-35.9
+///   -> 24.5-30.0. (An earlier try with half the L3 had lost on the UNet workload; two-thread figures on that VM move
+///   by a quarter between runs.)
 /// - Elsewhere 64 MiB, well past a typical L3.
 /// NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring).
 uint64_t stream_output_min_bytes(int threads);

@@ -306,9 +306,8 @@ uint64_t stream_output_min_bytes(int threads) {
   switch (cpu_kind()) {
     case CpuKind::kIntel:
     case CpuKind::kAmdZen2:
-      return l2 * writers;
     case CpuKind::kAmdZen4:
-      return writers == 1 ? l2 : uint64_t{64} << 20;
+      return l2 * writers;
     case CpuKind::kAmdZen5:
       return writers == 1 ? l2 : l3 / 2;
     default:
