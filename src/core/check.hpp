@@ -159,9 +159,10 @@ bool overlap_block_sums();
 ///   half the L3); the UNet workload's backward 48.0-48.4 -> 40.9-41.4 ms. Two threads, streamed from 2 MiB against
 ///   64 MiB (later rounds of three): GroupNorm [2, 64, 16384] 288-346 -> 177-192 us, [2, 640, 32, 32] 168-171 ->
 ///   127-129, [2, 640, 64, 64] (from 4 MiB, the same plan) 0.96-1.16 -> 0.75-1.0 ms; GroupNormBackward [2, 640, 32, 32]
-///   203-207 -> 175 us; the UNet workload's row-major forward 20.3-25.2 -> 17.7-19.1 ms and backward 29.1-35.9
-///   -> 24.5-30.0. (An earlier try with half the L3 had lost on the UNet workload; two-thread figures on that VM move
-///   by a quarter between runs.)
+///   203-207 -> 175 us; the UNet workload, ten rounds, median ms: row-major forward 21.7 -> 18.6, backward 29.4 ->
+///   27.3, channels-last backward 52.1 -> 47.4, channels-last forward 28.3 -> 29.9 (within its spread, 25.7-38.9
+///   and 23.8-32.3). (An earlier try with half the L3 had lost on the UNet workload; two-thread figures on that VM
+///   move by a quarter between runs.)
 /// - Elsewhere 64 MiB, well past a typical L3.
 /// NNOPS_STREAM_MIN_BYTES=<bytes> overrides (for measuring).
 uint64_t stream_output_min_bytes(int threads);
