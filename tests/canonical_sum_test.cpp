@@ -80,6 +80,42 @@ void ColumnsBF16(const uint16_t* x, const uint16_t* y, size_t stride, size_t row
           m, acc, o0, o1, walk);
 }
 
+// Terms x and x^2 with the square accumulated by a fused multiply-add (kSquareOfFirst; GroupNorm's unshifted
+// statistics): the same bits as adding the exact square.
+struct Squares {
+  static constexpr bool kSquareOfFirst = true;
+  template <class D, class V>
+  HWY_INLINE void operator()(D, V vx, V, V* s0, V* s1) const {
+    *s0 = vx;
+    *s1 = hn::Mul(vx, vx);
+  }
+  template <class D, class V>
+  HWY_INLINE void operator()(D d, V vx, V vy, size_t, V* s0, V* s1) const {
+    (*this)(d, vx, vy, s0, s1);
+  }
+  void operator()(double vx, double, double* s0, double* s1) const {
+    *s0 = vx;
+    *s1 = vx * vx;
+  }
+  void operator()(double vx, double vy, size_t, double* s0, double* s1) const { (*this)(vx, vy, s0, s1); }
+};
+// Squares over a row (pipes as RowsF32's, 0 or 1), two rows at once, and the columns of a rows x cols array.
+void SquareRowsF32(const float* x, size_t n, double* out, int pipes) {
+  if (pipes == 1) return CanonRowSums<2, Pipes::kHalfOfFirst>(x, x, n, Squares(), Squares(), out);
+  CanonRowSums<2>(x, x, n, Squares(), Squares(), out);
+}
+void SquareRowsPairF32(const float* x0, const float* x1, size_t n, double* out0, double* out1) {
+  CanonRowSumsPair<2, Pipes::kHalfOfFirst>(x0, x0, x1, x1, n, Squares(), Squares(), out0, out1);
+}
+void SquareRowsBF16(const uint16_t* x, size_t n, double* out) {
+  const auto* xb = reinterpret_cast<const hwy::bfloat16_t*>(x);
+  CanonRowSums<2>(xb, xb, n, Squares(), Squares(), out);
+}
+void SquareColumnsF32(const float* x, size_t stride, size_t rows, size_t cols, double* acc, double* o0, double* o1) {
+  CanonColumnSums<2, Pipes::kHalfOfFirst>(x, x, stride, rows, cols, Squares(), Squares(), acc, o0, o1,
+                                          detail::ColumnWalk{});
+}
+
 }  // namespace HWY_NAMESPACE
 }  // namespace nnops
 HWY_AFTER_NAMESPACE();
@@ -98,6 +134,10 @@ HWY_EXPORT(RowsBF16);
 HWY_EXPORT(RowsPairF32);
 HWY_EXPORT(ColumnsF32);
 HWY_EXPORT(ColumnsBF16);
+HWY_EXPORT(SquareRowsF32);
+HWY_EXPORT(SquareRowsPairF32);
+HWY_EXPORT(SquareRowsBF16);
+HWY_EXPORT(SquareColumnsF32);
 
 namespace {
 
@@ -268,6 +308,58 @@ void WideColumnsEqualTheDefinition(std::size_t cols, std::size_t stride) {
     });
   }
 }
+// A second statistic that squares the first term's exact value takes one fused multiply-add per vector where the
+// target has FMA (AccSecond): every form gives the definition's bits of x and x^2 on every target, FMA or not.
+TEST(CanonicalSum, FusedSquaresEqualTheDefinitionOnEveryTarget) {
+  const std::size_t cols = 203, stride = 211;
+  const std::vector<float> x = spread(1000 * stride, 31);
+  std::vector<uint16_t> xb(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i) xb[i] = float_to_bf16_bits(x[i]);
+  auto want = [](auto at, std::size_t n) {
+    std::vector<double> t0(n), t1(n);
+    for (std::size_t i = 0; i < n; ++i) t0[i] = at(i), t1[i] = t0[i] * t0[i];
+    return std::pair<double, double>{definition(t0), definition(t1)};
+  };
+  int order_sensitive = 0;
+  testing::for_each_isa([&](const std::string&) {
+    for (std::size_t n : {1, 15, 16, 33, 1000, 4099}) {
+      SCOPED_TRACE("n = " + std::to_string(n));
+      const auto w = want([&](std::size_t i) { return static_cast<double>(x[i]); }, n);
+      double plain = 0;
+      for (std::size_t i = 0; i < n; ++i) plain += static_cast<double>(x[i]) * x[i];
+      order_sensitive += plain != w.second;
+      double got[2], other[2];
+      for (int pipes = 0; pipes < 2; ++pipes) {
+        HWY_DYNAMIC_DISPATCH(SquareRowsF32)(x.data(), n, got, pipes);
+        EXPECT_EQ(got[0], w.first);
+        EXPECT_EQ(got[1], w.second);
+      }
+      HWY_DYNAMIC_DISPATCH(SquareRowsPairF32)(x.data(), x.data() + 5000, n, got, other);
+      const auto w1 = want([&](std::size_t i) { return static_cast<double>(x[5000 + i]); }, n);
+      EXPECT_EQ(got[1], w.second);
+      EXPECT_EQ(other[0], w1.first);
+      EXPECT_EQ(other[1], w1.second);
+      HWY_DYNAMIC_DISPATCH(SquareRowsBF16)(xb.data(), n, got);
+      const auto wb = want([&](std::size_t i) { return static_cast<double>(bf16_bits_to_float(xb[i])); }, n);
+      EXPECT_EQ(got[0], wb.first);
+      EXPECT_EQ(got[1], wb.second);
+    }
+    for (std::size_t rows : {1000, 77, 64, 5}) {  // blocks of rows, and one short block in registers
+      SCOPED_TRACE("rows = " + std::to_string(rows));
+      std::vector<double> acc(detail::canon_column_acc_doubles(cols), -7.5), o0(cols), o1(cols);
+      HWY_DYNAMIC_DISPATCH(SquareColumnsF32)(x.data(), stride, rows, cols, acc.data(), o0.data(), o1.data());
+      int wrong = 0;
+      for (std::size_t c = 0; c < cols; ++c) {
+        const auto wc = want([&](std::size_t r) { return static_cast<double>(x[r * stride + c]); }, rows);
+        wrong += o0[c] != wc.first;
+        wrong += o1[c] != wc.second;
+      }
+      EXPECT_EQ(wrong, 0);
+    }
+  });
+  EXPECT_GT(order_sensitive, 0);  // the data can tell orders apart
+}
+
 TEST(CanonicalSum, WideColumnsEqualTheDefinitionOnEveryTarget) {
   WideColumnsEqualTheDefinition(203, 211);
   WideColumnsEqualTheDefinition(256, 256);

@@ -25,6 +25,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 
 #include "hwy/cache_control.h"
 #include "hwy/highway.h"
@@ -157,13 +158,36 @@ HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, 
   out[1] = lanes[1];
 }
 
+// NB: a terms functor whose second term is the square of its first, t1 = t0 * t0, exact in float64 (t0 a widened
+// float32, float16 or bfloat16 element: 24 significant bits square within 48), may say so with
+// `static constexpr bool kSquareOfFirst = true`. The second statistic then accumulates with one fused multiply-add
+// of the first term, fma(t0, t0, acc): it rounds t0 * t0 + acc once, as adding the exact t1 does, so the bits are
+// the same on every target, with or without FMA, and the multiply no longer takes an issue slot of its own.
+template <class VF, class = void>
+struct SquaresFirst : std::false_type {};
+template <class VF>
+struct SquaresFirst<VF, std::void_t<decltype(VF::kSquareOfFirst)>> : std::bool_constant<VF::kSquareOfFirst> {};
+
+// The second statistic's accumulation through the FMA pipes (AccAdd, or the fused square above).
+template <class VF, class V>
+HWY_INLINE V AccSecond(V acc, V t0, V t1, V one) {
+  if constexpr (SquaresFirst<VF>::value && NNOPS_ACC_ON_FMA) {
+    (void)t1;
+    (void)one;
+    return hn::MulAdd(t0, t0, acc);
+  } else {
+    (void)t0;
+    return AccAdd(acc, t1, one);
+  }
+}
+
 // Accumulator r of the two statistics (a##r, b##r) takes the terms of the float32 vectors X, Y, widened.
-#define NNOPS_CANON_ADD_OF(a, b, r, X, Y)                                                       \
-  {                                                                                             \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                    \
-    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), &t0, &t1);                                  \
-    a##r = OnAddPipe(kPipes, 0, r, kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);             \
-    if (kK > 1) b##r = OnAddPipe(kPipes, 1, r, kR) ? hn::Add(b##r, t1) : AccAdd(b##r, t1, one); \
+#define NNOPS_CANON_ADD_OF(a, b, r, X, Y)                                                                  \
+  {                                                                                                        \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                               \
+    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), &t0, &t1);                                             \
+    a##r = OnAddPipe(kPipes, 0, r, kR) ? hn::Add(a##r, t0) : AccAdd(a##r, t0, one);                        \
+    if (kK > 1) b##r = OnAddPipe(kPipes, 1, r, kR) ? hn::Add(b##r, t1) : AccSecond<VF>(b##r, t0, t1, one); \
   }
 // One step (accumulator r: elements i + r N ..) and the tail of the rows x, y into the accumulators a##r, b##r
 // (CanonRowSumsR, CanonRowSumsPairR); in scope: d, df, N, i, rem, vf, one, kR, kK, kPipes.
@@ -406,7 +430,7 @@ HWY_INLINE void CanonColumnSumsShort(const T* HWY_RESTRICT x, const T* HWY_RESTR
       vf(d, hn::PromoteTo(d, LoadF32(df, x + r * stride + c)), hn::PromoteTo(d, LoadF32(df, y + r * stride + c)), c, \
          &t0, &t1);                                                                                                  \
       a = add_a ? hn::Add(a, t0) : AccAdd(a, t0, one);                                                               \
-      if (kK > 1) b = add_b ? hn::Add(b, t1) : AccAdd(b, t1, one);                                                   \
+      if (kK > 1) b = add_b ? hn::Add(b, t1) : AccSecond<VF>(b, t0, t1, one);                                        \
     }                                                                                                                \
     A = a, B = b;                                                                                                    \
   }
@@ -513,12 +537,12 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
         const T* yr = y + r * stride + c;
 // Vector j of the strip takes the terms of the float32 vectors X, Y; vectors j and k = j + 1 are loaded as one pair
 // (LoadF32Pair).
-#define NNOPS_CANON_COL_ADD(j, X, Y)                                                           \
-  {                                                                                            \
-    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                   \
-    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), c + j * N, &t0, &t1);                      \
-    a##j = OnAddPipe(kPipes, 0, j, 4) ? hn::Add(a##j, t0) : AccAdd(a##j, t0, one);             \
-    if (kK > 1) b##j = OnAddPipe(kPipes, 1, j, 4) ? hn::Add(b##j, t1) : AccAdd(b##j, t1, one); \
+#define NNOPS_CANON_COL_ADD(j, X, Y)                                                                      \
+  {                                                                                                       \
+    auto t0 = hn::Zero(d), t1 = hn::Zero(d);                                                              \
+    vf(d, hn::PromoteTo(d, X), hn::PromoteTo(d, Y), c + j * N, &t0, &t1);                                 \
+    a##j = OnAddPipe(kPipes, 0, j, 4) ? hn::Add(a##j, t0) : AccAdd(a##j, t0, one);                        \
+    if (kK > 1) b##j = OnAddPipe(kPipes, 1, j, 4) ? hn::Add(b##j, t1) : AccSecond<VF>(b##j, t0, t1, one); \
   }
 #define NNOPS_CANON_COL2(j, k)             \
   {                                        \
@@ -560,7 +584,7 @@ HWY_INLINE void CanonColumnSums(const T* HWY_RESTRICT x, const T* HWY_RESTRICT y
           vf(d, hn::PromoteTo(d, LoadF32(df, x + r * stride + c)), hn::PromoteTo(d, LoadF32(df, y + r * stride + c)), c,
              &t0, &t1);
           a0 = AccAdd(a0, t0, one);
-          if (kK > 1) b0 = AccAdd(b0, t1, one);
+          if (kK > 1) b0 = AccSecond<VF>(b0, t0, t1, one);
         }
         hn::StoreU(a0, d, l0);
         if (kK > 1) hn::StoreU(b0, d, l1);

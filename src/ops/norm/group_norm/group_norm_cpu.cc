@@ -1,8 +1,9 @@
 // GroupNorm CPU kernels: Highway, one source compiled for every target, picked at run time.
 //
 // Two passes over each group: the per-channel canonical sums (src/core/canonical_sum-inl.h) of x - K and
-// (x - K)^2 for a shift K, whose sums over the group's channels in channel order give mean and variance (see
-// gn::one_pass_moments: certified, with a classical second pass over (x - mean)^2 where it is not); then
+// (x - K)^2 for a shift K (0 in groups up to 174,018 elements, where x and x^2 are exact terms: gn::unshifted_sums),
+// whose sums over the group's channels in channel order give mean and variance (see gn::one_pass_moments:
+// certified, with a classical second pass over (x - mean)^2 where it is not); then
 // out = (x - mean_hi) * a_c + b_c in float32 (see ChannelConsts). Everything is float64 up to the constants; no
 // fused multiply-add but fma(t, 1, acc) (= t + acc exactly; AccAdd), so every target computes the same operations.
 //
@@ -140,9 +141,9 @@ void StoreStats(const Args& a, double* stats, int64_t q, double mean, double rst
 }
 
 // NB: both statistics in one pass, with a certified fallback: see gn::one_pass_moments (group_norm_plan.cpp)
-// for the error argument. K is the group's first element (channel c0, position 0: the same element in every
-// layout); the decision depends on the canonical sums only, so it is the same in every layout, on every target
-// and for every thread count.
+// for the error argument. K is 0 or the group's first element (channel c0, position 0: the same element in every
+// layout), by the group's size alone (gn::unshifted_sums); the decision depends on the canonical sums only, so it is
+// the same in every layout, on every target and for every thread count.
 // The canonical sums of x - K and (x - K)^2 (Sub then Mul, never fused).
 struct ShiftedTerms {
   double k;
@@ -156,6 +157,21 @@ struct ShiftedTerms {
     const double dv = x - k;
     *s0 = dv;
     *s1 = dv * dv;
+  }
+};
+
+// The same terms for K = 0 (gn::unshifted_sums): x and x^2, exact, the square accumulated by one fused multiply-add
+// (kSquareOfFirst, src/core/canonical_sum-inl.h); the same bits as ShiftedTerms{0}.
+struct SquareTerms {
+  static constexpr bool kSquareOfFirst = true;
+  template <class D, class V>
+  HWY_INLINE void operator()(D, V x, V, V* s0, V* s1) const {
+    *s0 = x;
+    *s1 = hn::Mul(x, x);
+  }
+  HWY_INLINE void operator()(double x, double, double* s0, double* s1) const {
+    *s0 = x;
+    *s1 = x * x;
   }
 };
 
@@ -181,24 +197,31 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
   const T* x = static_cast<const T*>(a.x) + q * cpg * a.hw;
   double* s1 = scratch;
   double* s2 = scratch + cpg;
-  const ShiftedTerms terms{ToDouble(x)};
-  int64_t c = 0;
-  if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {
-    for (; pair && c + 2 <= cpg; c += 2) {  // two channels at once (the same bits; see GroupsNCHW)
-      const T* x0 = x + c * hw;
-      const T* x1 = x0 + hw;
-      double o0[2], o1[2];
-      CanonRowSumsPair<2, kStatPipes<T>>(x0, x0, x1, x1, hw, terms, terms, o0, o1, prefetch);
-      s1[c] = o0[0], s2[c] = o0[1], s1[c + 1] = o1[0], s2[c + 1] = o1[1];
+  const double k = gn::unshifted_sums(m) ? 0.0 : ToDouble(x);
+  auto channel_sums = [&](const auto& terms) {
+    int64_t c = 0;
+    if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {
+      for (; pair && c + 2 <= cpg; c += 2) {  // two channels at once (the same bits; see GroupsNCHW)
+        const T* x0 = x + c * hw;
+        const T* x1 = x0 + hw;
+        double o0[2], o1[2];
+        CanonRowSumsPair<2, kStatPipes<T>>(x0, x0, x1, x1, hw, terms, terms, o0, o1, prefetch);
+        s1[c] = o0[0], s2[c] = o0[1], s1[c + 1] = o1[0], s2[c + 1] = o1[1];
+      }
     }
+    for (; c < cpg; ++c) {
+      double o[2];
+      CanonRowSums<2, kStatPipes<T>>(x + c * hw, x + c * hw, hw, terms, terms, o, prefetch, side_of(c));
+      s1[c] = o[0];
+      s2[c] = o[1];
+    }
+  };
+  if (k == 0) {
+    channel_sums(SquareTerms{});
+  } else {
+    channel_sums(ShiftedTerms{k});
   }
-  for (; c < cpg; ++c) {
-    double o[2];
-    CanonRowSums<2, kStatPipes<T>>(x + c * hw, x + c * hw, hw, terms, terms, o, prefetch, side_of(c));
-    s1[c] = o[0];
-    s2[c] = o[1];
-  }
-  gn::Moments mo = gn::one_pass_moments(terms.k, GroupSum(s1, cpg), GroupSum(s2, cpg), m);
+  gn::Moments mo = gn::one_pass_moments(k, GroupSum(s1, cpg), GroupSum(s2, cpg), m);
   if (!mo.ok) {  // the second pass of the classical algorithm
     const double mean = mo.mean;
     auto vsq = [mean](auto d, auto v, auto, auto* s0, auto*) HWY_ATTR {
@@ -241,6 +264,16 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
 
 using gn::Chunk;
 
+// SquareTerms for the column sums (their functors take the column index too).
+struct ColumnSquareTerms {
+  static constexpr bool kSquareOfFirst = true;
+  template <class D, class V>
+  HWY_INLINE void operator()(D d, V x, V y, size_t, V* s0, V* s1) const {
+    SquareTerms()(d, x, y, s0, s1);
+  }
+  HWY_INLINE void operator()(double x, double y, size_t, double* s0, double* s1) const { SquareTerms()(x, y, s0, s1); }
+};
+
 // The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each, and where its
 // rows' bfloat16 pairs start (ColumnPairsFrom: the constants are in their order from there).
 struct ColumnConsts {
@@ -273,22 +306,29 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
   double* s1 = reinterpret_cast<double*>(scratch + gn::acc_bytes(cmax));
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
 
-  // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments).
+  // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments; K = 0 for every group
+  // where gn::unshifted_sums, as the row-major kernel: x and x^2, ColumnSquareTerms).
+  const bool unshifted = gn::unshifted_sums(m);
   for (int64_t g = g0; g < g1; ++g) {
-    const double k = ToDouble(x + (g - g0) * cpg);  // row 0, the group's first channel
+    const double k = unshifted ? 0.0 : ToDouble(x + (g - g0) * cpg);  // row 0, the group's first channel
     for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = k;
   }
-  auto vsh = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto* s1v) HWY_ATTR {
-    const auto dv = hn::Sub(v, hn::LoadU(d, cmean + c));
-    *s0 = dv;
-    *s1v = hn::Mul(dv, dv);
-  };
-  auto ssh = [cmean](double v, double, size_t c, double* s0, double* s1v) {
-    const double dv = v - cmean[c];
-    *s0 = dv;
-    *s1v = dv * dv;
-  };
-  CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2, p.column_walk, side);
+  if (unshifted) {
+    CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, ColumnSquareTerms{}, ColumnSquareTerms{}, acc, s1, s2,
+                                      p.column_walk, side);
+  } else {
+    auto vsh = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto* s1v) HWY_ATTR {
+      const auto dv = hn::Sub(v, hn::LoadU(d, cmean + c));
+      *s0 = dv;
+      *s1v = hn::Mul(dv, dv);
+    };
+    auto ssh = [cmean](double v, double, size_t c, double* s0, double* s1v) {
+      const double dv = v - cmean[c];
+      *s0 = dv;
+      *s1v = dv * dv;
+    };
+    CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, vsh, ssh, acc, s1, s2, p.column_walk, side);
+  }
   bool all_ok = true;
   for (int64_t g = g0; g < g1; ++g) {
     const int64_t k = (g - g0) * cpg;

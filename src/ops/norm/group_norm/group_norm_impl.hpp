@@ -150,14 +150,18 @@ inline uint64_t workspace_bytes(const Args& a, uint64_t threads, uint64_t scratc
          threads * scratch;
 }
 
-/// One group's mean and variance from the one-pass shifted sums S1 = sum (x - K), S2 = sum (x - K)^2 over its
-/// m elements (K: one of them). ok = false when the variance is not certified within 2^-30 of its value (then
-/// the kernel makes the classical second pass over (x - mean)^2); mean is right either way.
+/// One group's mean and variance from the one-pass sums S1 = sum (x - K), S2 = sum (x - K)^2 over its m elements
+/// (K: 0 or one of them, see unshifted_sums). ok = false when the variance is not certified within 2^-30 of its value
+/// (then the kernel makes the classical second pass over (x - mean)^2); mean is right either way.
 struct Moments {
   double mean = 0, var = 0;
   bool ok = false;
 };
 Moments one_pass_moments(double k, double s1, double s2, double m);
+
+/// Whether a group of m elements takes K = 0 (the sums of x and x^2, exact terms; see group_norm_plan.cpp): where the
+/// certificate accepts |mean| up to 16 standard deviations, m <= 174,018. Otherwise K is the group's first element.
+bool unshifted_sums(double m);
 
 /// The descriptor fields GroupNorm and GroupNormBackward share (category, ranks, CLI and test shapes).
 void describe_family(ops::OpDesc& o);

@@ -40,6 +40,18 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 // below the float32 rounding of rstd. Since K is an element of the group, F <= m + 1: groups up to ~2^12 elements
 // always pass, larger ones unless K lies far out (an outlier first element, say), and |mean| >> std costs nothing
 // (the shift removes it).
+//
+// NB: K = 0 where it costs little. Unshifted, the terms x and x^2 are exact in float64 (x has at most 24 significant
+// bits), so the kernel needs no subtraction and accumulates x^2 with one fused multiply-add, fma(x, x, acc), the same
+// bits as adding the exact square on a target without FMA: 12 operations per 16 elements on AVX2 against 20 (GroupNorm
+// float32 [2, 320, 64, 64] 475-484 -> 378 us, one thread, AMD Zen 4). The certificate is the same, with
+// F = 1 + mean^2 / var: accepted while |mean| stays within sqrt(F_max) standard deviations. The kernel takes K = 0
+// where F_max >= 257 (|mean| up to 16 standard deviations certified, groups up to 174,018 elements: every layer of a
+// Stable Diffusion UNet); a group beyond that, e.g. x = 1e4 + N(0, 1), gets the classical second pass over
+// (x - mean)^2, never the unchecked E[x^2] - E[x]^2. Larger groups keep K = x's first element, whose F is small
+// unless that element lies far out.
+bool unshifted_sums(double m) { return 3 * ((m / 16 + 4) * 0x1p-53) * 257 <= 0x1p-30; }
+
 Moments one_pass_moments(double k, double s1, double s2, double m) {
   Moments r;
   const double d = s1 / m, var_m = s2 - s1 * d;

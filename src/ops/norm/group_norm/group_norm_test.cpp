@@ -63,9 +63,10 @@ TEST(GroupNorm, MatchesReferenceOnRealisticShapes) {
 
 TEST(GroupNorm, VarianceStaysAccurateWhenTheMeanDominates) {
   // x = 1e4 + N(0, 1) in float32: E[x^2] - E[x]^2 in float32 would lose every digit of the variance (x^2 ~ 1e8
-  // has a float32 ulp of 8); two passes in float64 keep rstd within a few ulps.
-  for (double offset : {1e4, 1e6}) {
-    ops::Problem p = problem(DType::kFloat32, {2, 8, 4096}, 2, 5, false);
+  // has a float32 ulp of 8); float64 sums, certified or redone in a second pass, keep rstd within a few ulps. Groups
+  // of 16384 elements (summed unshifted, refused, redone) and of 262144 (shifted by their first element, certified).
+  for (auto [offset, hw] : {std::pair<double, int64_t>{1e4, 4096}, {1e6, 4096}, {1e4, 1 << 16}}) {
+    ops::Problem p = problem(DType::kFloat32, {2, 8, hw}, 2, 5, false);
     std::mt19937_64 rng(6);
     std::normal_distribution<double> nd(0, 1);
     for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, offset + nd(rng));
@@ -108,38 +109,67 @@ ops::Problem run_channels_last(const ops::Problem& before, int threads) {
   return testing::same_outputs(desc(), a, b);
 }
 
+// The one-pass sums as the kernel forms them: K = 0 where gn::unshifted_sums, else the group's first element.
+gn::Moments kernel_moments(const std::vector<double>& x) {
+  const double m = static_cast<double>(x.size()), k = gn::unshifted_sums(m) ? 0.0 : x[0];
+  double s1 = 0, s2 = 0;
+  for (double v : x) {
+    s1 += v - k;
+    s2 += (v - k) * (v - k);
+  }
+  return gn::one_pass_moments(k, s1, s2, m);
+}
+
 TEST(GroupNorm, OnePassVarianceIsCertifiedOrRedone) {
-  // The certificate (gn::one_pass_moments): accepted for ordinary groups, refused when the shift K is far out in a
-  // large group, or when rounding leaves no positive variance; a constant group is exact.
-  auto moments = [](const std::vector<double>& x) {
-    double s1 = 0, s2 = 0;
-    for (double v : x) {
-      s1 += v - x[0];
-      s2 += (v - x[0]) * (v - x[0]);
-    }
-    return gn::one_pass_moments(x[0], s1, s2, static_cast<double>(x.size()));
-  };
+  // The certificate (gn::one_pass_moments): accepted for ordinary groups, refused when the shift K is far out (an
+  // unshifted group whose |mean| >> std, a shifted one whose first element is an outlier), or when rounding leaves no
+  // positive variance; a constant group is exact.
   std::mt19937_64 rng(20);
   std::normal_distribution<double> nd(0, 1);
-  std::vector<double> ordinary(1 << 16), outlier(1 << 16);
-  for (double& v : ordinary) v = 1e4 + nd(rng);  // |mean| >> std: the shift removes it
-  EXPECT_TRUE(moments(ordinary).ok);
-  outlier = ordinary;
-  outlier[0] = -1e6;  // the shift 256 standard deviations (of the group, outlier included) away
-  EXPECT_FALSE(moments(outlier).ok);
-  EXPECT_TRUE(moments(std::vector<double>(100, 3.5)).ok);
-  EXPECT_EQ(moments(std::vector<double>(100, 3.5)).var, 0.0);
+  const size_t small = 1 << 16, large = 1 << 18;  // unshifted (K = 0) and shifted (K = the first element)
+  ASSERT_TRUE(gn::unshifted_sums(static_cast<double>(small)));
+  ASSERT_FALSE(gn::unshifted_sums(static_cast<double>(large)));
+  std::vector<double> ordinary(large), shifted_mean(large);
+  for (double& v : ordinary) v = nd(rng);
+  EXPECT_TRUE(kernel_moments(ordinary).ok);
+  EXPECT_TRUE(kernel_moments(std::vector<double>(ordinary.begin(), ordinary.begin() + small)).ok);
+  for (size_t i = 0; i < large; ++i) shifted_mean[i] = 1e4 + ordinary[i];  // |mean| >> std
+  EXPECT_TRUE(kernel_moments(shifted_mean).ok);                            // shifted: K removes the mean
+  std::vector<double> unshifted_mean(shifted_mean.begin(), shifted_mean.begin() + small);
+  EXPECT_FALSE(kernel_moments(unshifted_mean).ok);  // K = 0: refused, redone
+  std::vector<double> outlier = shifted_mean;
+  outlier[0] = -1e6;  // the shift ~520 standard deviations (of the group, outlier included) away
+  EXPECT_FALSE(kernel_moments(outlier).ok);
+  // A constant group: exact when shifted by one of its elements; unshifted, S2 - S1^2 / M leaves no positive
+  // variance, so it is refused and the second pass finds 0 exactly.
+  EXPECT_TRUE(gn::one_pass_moments(3.5, 0, 0, 100).ok);
+  EXPECT_EQ(gn::one_pass_moments(3.5, 0, 0, 100).var, 0.0);
+  EXPECT_FALSE(kernel_moments(std::vector<double>(100, 3.5)).ok);
   EXPECT_FALSE(gn::one_pass_moments(0, 1.0, 0.5, 2.0).ok);  // M var = 0.5 - 0.5 = 0: refused
-  // End to end: such a group gets the classical second pass and matches the reference.
-  ops::Problem p = problem(DType::kFloat32, {1, 4, 1 << 14}, 1, 21, false);
-  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, outlier[i]);
-  const ops::Problem before = p.clone();
-  expect_matches_reference(before);
-  EXPECT_TRUE(same_outputs(run_channels_last(before, 2), [&] {
-    ops::Problem q = before.clone();
-    EXPECT_TRUE(call(q));
-    return q;
-  }()));
+  // End to end: such groups get the classical second pass and match the reference, in both layouts.
+  for (const std::vector<double>* x : {&unshifted_mean, &outlier}) {
+    SCOPED_TRACE(x->size() == small ? "unshifted" : "shifted");
+    ops::Problem p = problem(DType::kFloat32, {1, 4, static_cast<int64_t>(x->size() / 4)}, 1, 21, false);
+    for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, (*x)[i]);
+    const ops::Problem before = p.clone();
+    expect_matches_reference(before);
+    EXPECT_TRUE(same_outputs(run_channels_last(before, 2), [&] {
+      ops::Problem q = before.clone();
+      EXPECT_TRUE(call(q));
+      return q;
+    }()));
+  }
+}
+
+// K = 0 up to the group size where the certificate accepts any |mean| within 16 standard deviations
+// (gn::unshifted_sums): the boundary, and a group at it whose mean is 15.9 standard deviations out is certified.
+TEST(GroupNorm, UnshiftedSumsAcceptMeansWithinSixteenDeviations) {
+  const double m = 174018;
+  EXPECT_TRUE(gn::unshifted_sums(m));
+  EXPECT_FALSE(gn::unshifted_sums(m + 1));
+  const double mean = 15.9, var = 1.0;  // the exact sums of such a group
+  EXPECT_TRUE(gn::one_pass_moments(0, m * mean, m * (var + mean * mean), m).ok);
+  EXPECT_FALSE(gn::one_pass_moments(0, m * 64, m * (var + 64.0 * 64.0), m).ok);  // 64 deviations out: refused
 }
 
 TEST(GroupNorm, ChannelsLastTargetsAndThreadsGiveTheSameBitsWhereOrderMatters) {
@@ -463,20 +493,19 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
 }
 
 // A pipelined thread's later groups take the classical second pass where the one-pass variance is not certified
-// (groups 1 and 3 of 4, each of 16384 elements, start with an outlier; see OnePassVarianceIsCertifiedOrRedone), in
-// both layouts (channels-last: units of one group or of whole rows, a unit's rows written during the redone pass).
+// (groups 1 and 3 of 4, each of 16384 elements, summed unshifted, have |mean| >> std; see
+// OnePassVarianceIsCertifiedOrRedone), in both layouts (channels-last: units of one group or of whole rows, a unit's
+// rows written during the redone pass).
 TEST(GroupNorm, PipelinedGroupsRedoTheVarianceWhereNeeded) {
   ops::Problem p = problem(DType::kFloat32, {2, 4, 8192, 1}, 2, 23, false);
-  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, 3.0 + std::sin(0.37 * static_cast<double>(i)));
-  p.t[gn::kX].set(2 * 8192, -1e6);
-  p.t[gn::kX].set(6 * 8192, -1e6);
-  double s1 = 0, s2 = 0;  // group 1's shifted sums: not certified
-  for (int64_t i = 2 * 8192; i < 4 * 8192; ++i) {
-    const double d = p.t[gn::kX].get(i) - p.t[gn::kX].get(2 * 8192);
-    s1 += d;
-    s2 += d * d;
+  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) {
+    const int64_t q = i / (2 * 8192);
+    p.t[gn::kX].set(i, (q % 2 ? 1e4 : 3.0) + std::sin(0.37 * static_cast<double>(i)));
   }
-  ASSERT_FALSE(gn::one_pass_moments(-1e6, s1, s2, 2 * 8192).ok);
+  std::vector<double> g1(2 * 8192), g0(2 * 8192);  // group 1: not certified; group 0: certified
+  for (int64_t i = 0; i < 2 * 8192; ++i) g0[i] = p.t[gn::kX].get(i), g1[i] = p.t[gn::kX].get(2 * 8192 + i);
+  ASSERT_FALSE(kernel_moments(g1).ok);
+  ASSERT_TRUE(kernel_moments(g0).ok);
   const ops::Problem before = p.clone();
   expect_matches_reference(before);
   ops::Problem want = before.clone();
