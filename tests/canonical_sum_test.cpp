@@ -336,6 +336,7 @@ TEST(CanonicalSum, FusedSquaresEqualTheDefinitionOnEveryTarget) {
       }
       HWY_DYNAMIC_DISPATCH(SquareRowsPairF32)(x.data(), x.data() + 5000, n, got, other);
       const auto w1 = want([&](std::size_t i) { return static_cast<double>(x[5000 + i]); }, n);
+      EXPECT_EQ(got[0], w.first);
       EXPECT_EQ(got[1], w.second);
       EXPECT_EQ(other[0], w1.first);
       EXPECT_EQ(other[1], w1.second);

@@ -11,7 +11,8 @@
 //     a channels-last kernel reproduces a dense one exactly;
 //   - any split of the work across threads that keeps each row's sum in one piece gives the same bits.
 // f must be evaluated with the same IEEE operations in its vector form and its scalar form (no fused
-// multiply-add in one and not the other; the project builds with -ffp-contract=off).
+// multiply-add in one and not the other; the project builds with -ffp-contract=off). The one fused form is the
+// accumulation of an exact square (kSquareOfFirst, below), which rounds as the separate operations do.
 // A lane that never receives an element stays +0.0 (and a lane is never -0.0: x + y rounds a zero sum to
 // +0.0), so padding and empty lanes change nothing.
 
@@ -162,7 +163,8 @@ HWY_INLINE void CanonCombinePair(D d, V a0, V a1, V a2, V a3, V a4, V a5, V a6, 
 // float32, float16 or bfloat16 element: 24 significant bits square within 48), may say so with
 // `static constexpr bool kSquareOfFirst = true`. The second statistic then accumulates with one fused multiply-add
 // of the first term, fma(t0, t0, acc): it rounds t0 * t0 + acc once, as adding the exact t1 does, so the bits are
-// the same on every target, with or without FMA, and the multiply no longer takes an issue slot of its own.
+// the same on every target, with or without FMA, and the multiply no longer takes an issue slot of its own. The
+// functor must still produce t1 = t0 * t0: the tails, the add pipes and the targets without FMA add it.
 template <class VF, class = void>
 struct SquaresFirst : std::false_type {};
 template <class VF>

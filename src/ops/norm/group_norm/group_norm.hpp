@@ -8,9 +8,9 @@
 //   rstd  = 1 / sqrt(var + eps)
 //   out   = (x - mean) * rstd * gamma[c] + beta[c]
 //
-// Sums are accumulated in float64, the variance in one pass (sums of x - K and (x - K)^2, K = 0 in groups of up to
-// 174,018 elements and an element of the group in larger ones) certified within 2^-30, or else in two passes (never an
-// uncertified E[x^2] - E[x]^2; docs/semantics.md), in an order that depends on the shape alone: results are
+// Sums are accumulated in float64, the variance in one pass (sums of x - K and (x - K)^2, K = 0 or the group's first
+// element) certified within 2^-30, or else in two passes (never an uncertified E[x^2] - E[x]^2; docs/semantics.md),
+// in an order that depends on the shape alone: results are
 // bitwise identical for every thread count, every SIMD target and for dense and strided layouts of the same values.
 #pragma once
 

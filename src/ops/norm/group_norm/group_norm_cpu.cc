@@ -1,11 +1,12 @@
 // GroupNorm CPU kernels: Highway, one source compiled for every target, picked at run time.
 //
 // Two passes over each group: the per-channel canonical sums (src/core/canonical_sum-inl.h) of x - K and
-// (x - K)^2 for a shift K (0 in groups up to 174,018 elements, where x and x^2 are exact terms: gn::unshifted_sums),
+// (x - K)^2 for a shift K (0 where x and x^2, exact terms, are likely certified: gn::group_shift),
 // whose sums over the group's channels in channel order give mean and variance (see gn::one_pass_moments:
 // certified, with a classical second pass over (x - mean)^2 where it is not); then
 // out = (x - mean_hi) * a_c + b_c in float32 (see ChannelConsts). Everything is float64 up to the constants; no
-// fused multiply-add but fma(t, 1, acc) (= t + acc exactly; AccAdd), so every target computes the same operations.
+// fused multiply-add but fma(t, 1, acc) (= t + acc exactly; AccAdd) and fma(x, x, acc) (= x * x + acc exactly, the
+// square of a stored element being exact in float64; SquareTerms), so every target computes the same bits.
 //
 // NB: why the results are the same bits in every layout, on every target and for any thread count. The
 // per-channel sums are canonical: the row-major kernel sums a channel's contiguous HxW elements with
@@ -142,8 +143,9 @@ void StoreStats(const Args& a, double* stats, int64_t q, double mean, double rst
 
 // NB: both statistics in one pass, with a certified fallback: see gn::one_pass_moments (group_norm_plan.cpp)
 // for the error argument. K is 0 or the group's first element (channel c0, position 0: the same element in every
-// layout), by the group's size alone (gn::unshifted_sums); the decision depends on the canonical sums only, so it is
-// the same in every layout, on every target and for every thread count.
+// layout), by the group's size and, in groups beyond 174,018 elements, 16 of its elements (gn::group_shift); the
+// decisions depend on those and on the canonical sums only, so they are the same in every layout, on every target
+// and for every thread count.
 // The canonical sums of x - K and (x - K)^2 (Sub then Mul, never fused).
 struct ShiftedTerms {
   double k;
@@ -160,7 +162,7 @@ struct ShiftedTerms {
   }
 };
 
-// The same terms for K = 0 (gn::unshifted_sums): x and x^2, exact, the square accumulated by one fused multiply-add
+// The same terms for K = 0 (gn::group_shift): x and x^2, exact, the square accumulated by one fused multiply-add
 // (kSquareOfFirst, src/core/canonical_sum-inl.h); the same bits as ShiftedTerms{0}.
 struct SquareTerms {
   static constexpr bool kSquareOfFirst = true;
@@ -197,7 +199,7 @@ GroupStats GroupNCHWStats(const Args& a, int64_t q, double* stats, double* scrat
   const T* x = static_cast<const T*>(a.x) + q * cpg * a.hw;
   double* s1 = scratch;
   double* s2 = scratch + cpg;
-  const double k = gn::unshifted_sums(m) ? 0.0 : ToDouble(x);
+  const double k = gn::group_shift(cpg * a.hw, [x](int64_t j) { return ToDouble(x + j); });
   auto channel_sums = [&](const auto& terms) {
     int64_t c = 0;
     if constexpr (std::is_same_v<std::decay_t<decltype(side_of(c))>, NoSide>) {
@@ -306,11 +308,17 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
   double* s1 = reinterpret_cast<double*>(scratch + gn::acc_bytes(cmax));
   double *s2 = s1 + cmax, *cmean = s2 + cmax, *crstd = cmean + cmax;
 
-  // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments; K = 0 for every group
-  // where gn::unshifted_sums, as the row-major kernel: x and x^2, ColumnSquareTerms).
-  const bool unshifted = gn::unshifted_sums(m);
+  // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments; gn::group_shift reads the
+  // row-major kernel's elements, element j of a group at row j mod HxW of its channel j / HxW). Where every K is 0:
+  // x and x^2 (ColumnSquareTerms); a column whose K is 0 gives the same bits either way.
+  bool unshifted = true;
   for (int64_t g = g0; g < g1; ++g) {
-    const double k = unshifted ? 0.0 : ToDouble(x + (g - g0) * cpg);  // row 0, the group's first channel
+    const T* xg = x + (g - g0) * cpg;  // row 0, the group's first channel
+    const int64_t hw = a.hw;
+    const double k = gn::group_shift(cpg * hw, [xg, hw, stride](int64_t j) {
+      return ToDouble(xg + static_cast<size_t>(j % hw) * stride + static_cast<size_t>(j / hw));
+    });
+    unshifted = unshifted && k == 0;
     for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = k;
   }
   if (unshifted) {

@@ -159,9 +159,25 @@ struct Moments {
 };
 Moments one_pass_moments(double k, double s1, double s2, double m);
 
-/// Whether a group of m elements takes K = 0 (the sums of x and x^2, exact terms; see group_norm_plan.cpp): where the
-/// certificate accepts |mean| up to 16 standard deviations, m <= 174,018. Otherwise K is the group's first element.
+/// Whether every group of m elements takes K = 0 (the sums of x and x^2, exact terms; see group_norm_plan.cpp): where
+/// the certificate accepts |mean| up to 16 standard deviations, m <= 174,018.
 bool unshifted_sums(double m);
+
+/// For a larger group: whether kShiftSamples of its elements (v, spread over it: group_shift) put F = 1 + mean^2 / var
+/// within a quarter of what the certificate accepts for m elements, so that K = 0 is likely certified.
+inline constexpr int kShiftSamples = 16;
+bool unshifted_sample(double m, const double* v);
+
+/// The shift K of a group of m elements whose element j (in [N, C, HxW] order within the group) is at(j) (a double):
+/// 0 where unshifted_sums(m) or unshifted_sample(m, elements (2i + 1) m / 32, i < 16), else at(0). The same elements
+/// in every layout, so the same K.
+template <class At>
+double group_shift(int64_t m, const At& at) {
+  if (unshifted_sums(static_cast<double>(m))) return 0.0;
+  double v[kShiftSamples];
+  for (int i = 0; i < kShiftSamples; ++i) v[i] = at((2 * i + 1) * m / (2 * kShiftSamples));
+  return unshifted_sample(static_cast<double>(m), v) ? 0.0 : at(0);
+}
 
 /// The descriptor fields GroupNorm and GroupNormBackward share (category, ranks, CLI and test shapes).
 void describe_family(ops::OpDesc& o);

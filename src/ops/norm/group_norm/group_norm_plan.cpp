@@ -2,6 +2,7 @@
 // count (and of the CPU for the software prefetch, the overlapped passes, the streamed outputs and the paired channel
 // sums, which change no bit).
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 #include "src/core/check.hpp"
@@ -44,13 +45,32 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 // NB: K = 0 where it costs little. Unshifted, the terms x and x^2 are exact in float64 (x has at most 24 significant
 // bits), so the kernel needs no subtraction and accumulates x^2 with one fused multiply-add, fma(x, x, acc), the same
 // bits as adding the exact square on a target without FMA: 12 operations per 16 elements on AVX2 against 20 (GroupNorm
-// float32 [2, 320, 64, 64] 475-484 -> 378 us, one thread, AMD Zen 4). The certificate is the same, with
-// F = 1 + mean^2 / var: accepted while |mean| stays within sqrt(F_max) standard deviations. The kernel takes K = 0
-// where F_max >= 257 (|mean| up to 16 standard deviations certified, groups up to 174,018 elements: every layer of a
-// Stable Diffusion UNet); a group beyond that, e.g. x = 1e4 + N(0, 1), gets the classical second pass over
-// (x - mean)^2, never the unchecked E[x^2] - E[x]^2. Larger groups keep K = x's first element, whose F is small
-// unless that element lies far out.
+// float32 [2, 320, 64, 64] 442-484 -> 378-386 us, one thread, AMD Zen 4). The certificate is the same, with
+// F = 1 + mean^2 / var: accepted while |mean| stays within sqrt(F_max) standard deviations, F_max = 2^-30 / (3 g).
+// - Groups of up to 174,018 elements, where F_max >= 257 (|mean| up to 16 standard deviations; every layer of Stable
+//   Diffusion 1.5's UNet at 512 x 512, the `unet` workload, has at most 122,880), all take K = 0. One whose mean lies
+//   further out (x = 1e4 + N(0, 1), or a constant group other than zeros) is refused and gets the classical second
+//   pass over (x - mean)^2: one more pass over x (in channels-last, over its unit's columns), never an unchecked
+//   E[x^2] - E[x]^2.
+// - A larger group (SD 2's UNet at 768 px: 276,480 elements; SDXL's at 1024: 491,520; a VAE decoder's: millions) has
+//   a smaller F_max, and a refused group costs a pass from memory at that size, so there K = 0 only where 16 of its
+//   elements, spread over it, put F within F_max / 4 (unshifted_sample); else K is its first element, as before. The
+//   sample is the same elements in every layout, so the choice and the bits are too; 16 loads are nothing beside a
+//   pass over 174,019 elements or more.
 bool unshifted_sums(double m) { return 3 * ((m / 16 + 4) * 0x1p-53) * 257 <= 0x1p-30; }
+
+bool unshifted_sample(double m, const double* v) {
+  double mean = 0;
+  for (int i = 0; i < kShiftSamples; ++i) mean += v[i];
+  mean /= kShiftSamples;
+  double ss = 0;
+  for (int i = 0; i < kShiftSamples; ++i) ss += (v[i] - mean) * (v[i] - mean);
+  const double var = ss / (kShiftSamples - 1);
+  // F = 1 + mean^2 / var as the sample sees it; a constant sample counts as F = 1 only when it is zeros.
+  const double f = var > 0 ? 1 + mean * mean / var : (mean == 0 ? 1.0 : HUGE_VAL);
+  const double f_max = 0x1p-30 / (3 * ((m / 16 + 4) * 0x1p-53));
+  return 4 * f <= f_max;  // false for NaN or infinite samples: those keep the shift
+}
 
 Moments one_pass_moments(double k, double s1, double s2, double m) {
   Moments r;

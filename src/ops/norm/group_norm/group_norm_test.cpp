@@ -109,9 +109,11 @@ ops::Problem run_channels_last(const ops::Problem& before, int threads) {
   return testing::same_outputs(desc(), a, b);
 }
 
-// The one-pass sums as the kernel forms them: K = 0 where gn::unshifted_sums, else the group's first element.
+// The one-pass sums (in index order, not the kernel's, which the certificate's margin does not notice) with the
+// kernel's shift (gn::group_shift).
 gn::Moments kernel_moments(const std::vector<double>& x) {
-  const double m = static_cast<double>(x.size()), k = gn::unshifted_sums(m) ? 0.0 : x[0];
+  const double m = static_cast<double>(x.size());
+  const double k = gn::group_shift(static_cast<int64_t>(x.size()), [&](int64_t j) { return x[j]; });
   double s1 = 0, s2 = 0;
   for (double v : x) {
     s1 += v - k;
@@ -138,31 +140,60 @@ TEST(GroupNorm, OnePassVarianceIsCertifiedOrRedone) {
   std::vector<double> unshifted_mean(shifted_mean.begin(), shifted_mean.begin() + small);
   EXPECT_FALSE(kernel_moments(unshifted_mean).ok);  // K = 0: refused, redone
   std::vector<double> outlier = shifted_mean;
-  outlier[0] = -1e6;  // the shift ~520 standard deviations (of the group, outlier included) away
+  outlier[0] = -1e6;  // the shift ~512 standard deviations (of the group, outlier included) away
   EXPECT_FALSE(kernel_moments(outlier).ok);
-  // A constant group: exact when shifted by one of its elements; unshifted, S2 - S1^2 / M leaves no positive
-  // variance, so it is refused and the second pass finds 0 exactly.
-  EXPECT_TRUE(gn::one_pass_moments(3.5, 0, 0, 100).ok);
-  EXPECT_EQ(gn::one_pass_moments(3.5, 0, 0, 100).var, 0.0);
+  // A constant group: unshifted, S2 - S1^2 / M leaves no positive variance, so it is refused (and the second pass,
+  // end to end below, finds 0 exactly); a large one is shifted by its first element, S2 = 0, exact.
   EXPECT_FALSE(kernel_moments(std::vector<double>(100, 3.5)).ok);
+  EXPECT_TRUE(kernel_moments(std::vector<double>(large, 3.5)).ok);
+  EXPECT_EQ(kernel_moments(std::vector<double>(large, 3.5)).var, 0.0);
   EXPECT_FALSE(gn::one_pass_moments(0, 1.0, 0.5, 2.0).ok);  // M var = 0.5 - 0.5 = 0: refused
-  // End to end: such groups get the classical second pass and match the reference, in both layouts.
-  for (const std::vector<double>* x : {&unshifted_mean, &outlier}) {
+  // End to end: such groups get the classical second pass and match the reference, in both layouts; so does a
+  // constant group of 3.5 (rstd = 1 / sqrt(eps)).
+  std::vector<double> constant(small, 3.5);
+  for (const std::vector<double>* x : {&unshifted_mean, &outlier, &constant}) {
     SCOPED_TRACE(x->size() == small ? "unshifted" : "shifted");
     ops::Problem p = problem(DType::kFloat32, {1, 4, static_cast<int64_t>(x->size() / 4)}, 1, 21, false);
     for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) p.t[gn::kX].set(i, (*x)[i]);
     const ops::Problem before = p.clone();
     expect_matches_reference(before);
-    EXPECT_TRUE(same_outputs(run_channels_last(before, 2), [&] {
-      ops::Problem q = before.clone();
-      EXPECT_TRUE(call(q));
-      return q;
-    }()));
+    ops::Problem q = before.clone();
+    EXPECT_TRUE(call(q));
+    EXPECT_TRUE(same_outputs(run_channels_last(before, 2), q));
+    if (x == &constant) {
+      EXPECT_EQ(q.t[gn::kMean].get(0), 3.5);
+      EXPECT_EQ(q.t[gn::kRstd].get(0), static_cast<double>(static_cast<float>(1 / std::sqrt(q.attrs[gn::kEps].f))));
+    }
   }
 }
 
 // K = 0 up to the group size where the certificate accepts any |mean| within 16 standard deviations
 // (gn::unshifted_sums): the boundary, and a group at it whose mean is 15.9 standard deviations out is certified.
+// Beyond that size, 16 elements spread over the group decide (gn::group_shift): K = 0 for data centred within a few
+// standard deviations and for sparse zeros, the first element for a dominant mean, a constant sample or NaN.
+TEST(GroupNorm, LargeGroupsTakeTheShiftTheirSampleCalls) {
+  const int64_t m = 1 << 19;  // 524,288 elements: K = 0 while F <= ~20 (|mean| up to ~4 deviations)
+  ASSERT_FALSE(gn::unshifted_sums(static_cast<double>(m)));
+  std::mt19937_64 rng(24);
+  std::normal_distribution<double> nd(0, 1);
+  std::vector<double> x(m);
+  for (double& v : x) v = 1.5 + nd(rng);
+  auto shift = [&] { return gn::group_shift(m, [&](int64_t j) { return x[j]; }); };
+  EXPECT_EQ(shift(), 0.0);
+  for (double& v : x) v += 1e4;
+  EXPECT_EQ(shift(), x[0]);
+  for (int64_t j = 0; j < m; ++j) x[j] = j % 7 == 3 ? std::abs(nd(rng)) : 0.0;  // ReLU-like, mostly zeros
+  EXPECT_EQ(shift(), 0.0);
+  std::fill(x.begin(), x.end(), 0.0);
+  EXPECT_EQ(shift(), 0.0);
+  x.assign(m, 3.5);
+  EXPECT_EQ(shift(), 3.5);
+  x.assign(m, 1.0);
+  x[0] = -2;
+  x[m / 32] = std::nan("");
+  EXPECT_EQ(shift(), -2.0);
+}
+
 TEST(GroupNorm, UnshiftedSumsAcceptMeansWithinSixteenDeviations) {
   const double m = 174018;
   EXPECT_TRUE(gn::unshifted_sums(m));
@@ -492,44 +523,54 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   }
 }
 
-// A pipelined thread's later groups take the classical second pass where the one-pass variance is not certified
-// (groups 1 and 3 of 4, each of 16384 elements, summed unshifted, have |mean| >> std; see
-// OnePassVarianceIsCertifiedOrRedone), in both layouts (channels-last: units of one group or of whole rows, a unit's
-// rows written during the redone pass).
+// A pipelined thread's later groups take the classical second pass where the one-pass variance is not certified, in
+// both layouts (channels-last: units of one group or of whole rows, a unit's rows written during the redone pass), and
+// every schedule gives the same bits, with each shift (see OnePassVarianceIsCertifiedOrRedone). Groups of 16384
+// elements (summed unshifted): 0 and 2 centred, certified; 1 and 3 with |mean| >> std, redone. Groups of 180,000
+// (the sample decides, gn::group_shift): 0 and 2 centred, unshifted; 1 and 3 with |mean| >> std, shifted by their
+// first element, which in group 1 is an outlier, so that group is redone and group 3 is certified.
 TEST(GroupNorm, PipelinedGroupsRedoTheVarianceWhereNeeded) {
-  ops::Problem p = problem(DType::kFloat32, {2, 4, 8192, 1}, 2, 23, false);
-  for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) {
-    const int64_t q = i / (2 * 8192);
-    p.t[gn::kX].set(i, (q % 2 ? 1e4 : 3.0) + std::sin(0.37 * static_cast<double>(i)));
-  }
-  std::vector<double> g1(2 * 8192), g0(2 * 8192);  // group 1: not certified; group 0: certified
-  for (int64_t i = 0; i < 2 * 8192; ++i) g0[i] = p.t[gn::kX].get(i), g1[i] = p.t[gn::kX].get(2 * 8192 + i);
-  ASSERT_FALSE(kernel_moments(g1).ok);
-  ASSERT_TRUE(kernel_moments(g0).ok);
-  const ops::Problem before = p.clone();
-  expect_matches_reference(before);
-  ops::Problem want = before.clone();
-  ASSERT_TRUE(call(want, 1));
-  testing::for_each_isa([&](const std::string&) {
-    for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
-      for (int threads : {1, 2}) {
-        for (bool stream : {false, true}) {
-          SCOPED_TRACE((layout == gn::Layout::kNHWC ? "channels-last threads " : "threads ") + std::to_string(threads) +
-                       (stream ? " streamed" : ""));
-          EXPECT_TRUE(same_outputs(run_plan(before, layout, threads,
-                                            [&](const gn::Args& a, gn::Plan& plan) {
-                                              plan.pipeline = true;
-                                              plan.stream_output = stream;
-                                              if (layout == gn::Layout::kNHWC) {  // streamed: whole rows
-                                                plan.chunk_groups = stream ? a.groups : 1;
-                                                plan.units = a.n * (a.groups / plan.chunk_groups);
-                                              }
-                                            }),
-                                   want));
+  for (const int64_t hw : {8192, 90000}) {
+    SCOPED_TRACE("groups of " + std::to_string(2 * hw));
+    ops::Problem p = problem(DType::kFloat32, {2, 4, hw, 1}, 2, 23, false);
+    for (int64_t i = 0; i < p.t[gn::kX].numel(); ++i) {
+      const int64_t q = i / (2 * hw);
+      p.t[gn::kX].set(i, (q % 2 ? 1e4 : 3.0) + std::sin(0.37 * static_cast<double>(i)));
+    }
+    const bool large = !gn::unshifted_sums(static_cast<double>(2 * hw));
+    if (large) p.t[gn::kX].set(2 * hw, -1e6);
+    std::vector<double> g[4];
+    for (int q = 0; q < 4; ++q) {
+      for (int64_t i = 0; i < 2 * hw; ++i) g[q].push_back(p.t[gn::kX].get(q * 2 * hw + i));
+      auto at = [&](int64_t j) { return g[q][j]; };
+      ASSERT_EQ(gn::group_shift(2 * hw, at), q % 2 && large ? g[q][0] : 0.0);
+      ASSERT_EQ(kernel_moments(g[q]).ok, q % 2 == 0 || (large && q == 3));
+    }
+    const ops::Problem before = p.clone();
+    expect_matches_reference(before);
+    ops::Problem want = before.clone();
+    ASSERT_TRUE(call(want, 1));
+    testing::for_each_isa([&](const std::string&) {
+      for (gn::Layout layout : {gn::Layout::kNCHW, gn::Layout::kNHWC}) {
+        for (int threads : {1, 2}) {
+          for (bool stream : {false, true}) {
+            SCOPED_TRACE((layout == gn::Layout::kNHWC ? "channels-last threads " : "threads ") +
+                         std::to_string(threads) + (stream ? " streamed" : ""));
+            EXPECT_TRUE(same_outputs(run_plan(before, layout, threads,
+                                              [&](const gn::Args& a, gn::Plan& plan) {
+                                                plan.pipeline = true;
+                                                plan.stream_output = stream;
+                                                if (layout == gn::Layout::kNHWC) {  // streamed: whole rows
+                                                  plan.chunk_groups = stream ? a.groups : 1;
+                                                  plan.units = a.n * (a.groups / plan.chunk_groups);
+                                                }
+                                              }),
+                                     want));
+          }
         }
       }
-    }
-  });
+    });
+  }
 }
 
 TEST(GroupNorm, EmptyInputsWriteNothing) {
