@@ -163,7 +163,8 @@ struct ShiftedTerms {
 };
 
 // The same terms for K = 0 (gn::group_shift): x and x^2, exact, the square accumulated by one fused multiply-add
-// (kSquareOfFirst, src/core/canonical_sum-inl.h); the same bits as ShiftedTerms{0}.
+// (kSquareOfFirst, src/core/canonical_sum-inl.h); the same bits as ShiftedTerms{0}. For the row sums and, with the
+// column index they pass, the column sums.
 struct SquareTerms {
   static constexpr bool kSquareOfFirst = true;
   template <class D, class V>
@@ -175,6 +176,11 @@ struct SquareTerms {
     *s0 = x;
     *s1 = x * x;
   }
+  template <class D, class V>
+  HWY_INLINE void operator()(D d, V x, V y, size_t, V* s0, V* s1) const {
+    (*this)(d, x, y, s0, s1);
+  }
+  HWY_INLINE void operator()(double x, double y, size_t, double* s0, double* s1) const { (*this)(x, y, s0, s1); }
 };
 
 // The statistics' pipe split (CanonRowSums' kPipes): float32 leaves two of the eight accumulations on the add
@@ -266,16 +272,6 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
 
 using gn::Chunk;
 
-// SquareTerms for the column sums (their functors take the column index too).
-struct ColumnSquareTerms {
-  static constexpr bool kSquareOfFirst = true;
-  template <class D, class V>
-  HWY_INLINE void operator()(D d, V x, V y, size_t, V* s0, V* s1) const {
-    SquareTerms()(d, x, y, s0, s1);
-  }
-  HWY_INLINE void operator()(double x, double y, size_t, double* s0, double* s1) const { SquareTerms()(x, y, s0, s1); }
-};
-
 // The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each, and where its
 // rows' bfloat16 pairs start (ColumnPairsFrom: the constants are in their order from there).
 struct ColumnConsts {
@@ -310,7 +306,7 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
 
   // The one-pass sums of every column with its group's shift K (see gn::one_pass_moments; gn::group_shift reads the
   // row-major kernel's elements, element j of a group at row j mod HxW of its channel j / HxW). Where every K is 0:
-  // x and x^2 (ColumnSquareTerms); a column whose K is 0 gives the same bits either way.
+  // x and x^2 (SquareTerms); a column whose K is 0 gives the same bits either way.
   bool unshifted = true;
   for (int64_t g = g0; g < g1; ++g) {
     const T* xg = x + (g - g0) * cpg;  // row 0, the group's first channel
@@ -322,7 +318,7 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
     for (int64_t c = 0; c < cpg; ++c) cmean[(g - g0) * cpg + c] = k;
   }
   if (unshifted) {
-    CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, ColumnSquareTerms{}, ColumnSquareTerms{}, acc, s1, s2,
+    CanonColumnSums<2, kStatPipes<T>>(x, x, stride, rows, cols, SquareTerms{}, SquareTerms{}, acc, s1, s2,
                                       p.column_walk, side);
   } else {
     auto vsh = [cmean](auto d, auto v, auto, size_t c, auto* s0, auto* s1v) HWY_ATTR {

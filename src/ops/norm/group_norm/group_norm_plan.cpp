@@ -57,7 +57,12 @@ int64_t channels_last_chunk(int64_t n, int64_t cpg, int64_t groups, int threads)
 //   elements, spread over it, put F within F_max / 4 (unshifted_sample); else K is its first element, as before. The
 //   sample is the same elements in every layout, so the choice and the bits are too; 16 loads are nothing beside a
 //   pass over 174,019 elements or more.
-bool unshifted_sums(double m) { return 3 * ((m / 16 + 4) * 0x1p-53) * 257 <= 0x1p-30; }
+namespace {
+// g of the certificate (above): the canonical float64 sums' relative rounding bound for m terms.
+double sum_rounding(double m) { return (m / 16 + 4) * 0x1p-53; }
+}  // namespace
+
+bool unshifted_sums(double m) { return 3 * sum_rounding(m) * 257 <= 0x1p-30; }
 
 bool unshifted_sample(double m, const double* v) {
   double mean = 0;
@@ -68,7 +73,7 @@ bool unshifted_sample(double m, const double* v) {
   const double var = ss / (kShiftSamples - 1);
   // F = 1 + mean^2 / var as the sample sees it; a constant sample counts as F = 1 only when it is zeros.
   const double f = var > 0 ? 1 + mean * mean / var : (mean == 0 ? 1.0 : HUGE_VAL);
-  const double f_max = 0x1p-30 / (3 * ((m / 16 + 4) * 0x1p-53));
+  const double f_max = 0x1p-30 / (3 * sum_rounding(m));
   return 4 * f <= f_max;  // false for NaN or infinite samples: those keep the shift
 }
 
@@ -77,7 +82,7 @@ Moments one_pass_moments(double k, double s1, double s2, double m) {
   const double d = s1 / m, var_m = s2 - s1 * d;
   r.mean = k + d;
   r.var = var_m / m;
-  const double g = (m / 16 + 4) * 0x1p-53;
+  const double g = sum_rounding(m);
   r.ok = s2 == 0 || (var_m > 0 && 3 * g * s2 <= 0x1p-30 * var_m);
   return r;
 }
