@@ -1,12 +1,16 @@
 // Google Benchmark microbenchmarks for quick A/B comparisons of kernel changes (`nnops bench` gives the
 // bandwidth ratios): every operator of the descriptor list, every dtype, every bench case, on 1 and 2
-// threads. Filter with --benchmark_filter, e.g. 'group_norm/float32/l2'.
+// threads. Filter with --benchmark_filter, e.g. 'group_norm/float32/l2'. The `bound/` cases time the per-element
+// floors of bench/bound_loops.cc (items per second = elements per second on one core).
 #include <benchmark/benchmark.h>
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "bench/bound_loops.hpp"
 #include "nnops/nnops.hpp"
+#include "src/core/check.hpp"
 #include "src/ops/op_desc.hpp"
 
 namespace {
@@ -29,9 +33,34 @@ void run_case(benchmark::State& state, const ops::OpDesc* d, DType t, const ops:
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d->bytes(p)));
 }
 
+// One bound loop over 2048 elements (8 KiB of float32: in L1), many passes a timing.
+void run_bound(benchmark::State& state, nnops_bench::BoundLoop loop) {
+  constexpr size_t kN = 2048, kReps = 256;
+  std::vector<uint32_t> x(kN);  // the bits of float32 elements, or pairs of half-type elements, all finite and normal
+  for (size_t i = 0; i < kN; ++i) x[i] = 0x3F803F80u + static_cast<uint32_t>(i % 97) * 0x00010001u;
+  double sink = 0;
+  for (auto _ : state) {
+    sink += nnops_bench::bound_loop(loop, x.data(), kN, kReps);
+    benchmark::DoNotOptimize(sink);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kN * kReps));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  nnops::detail::init_dispatch();  // NNOPS_MAX_CPU_ISA for the bound loops too
+  using nnops_bench::BoundLoop;
+  const struct {
+    const char* name;
+    BoundLoop loop;
+  } kBounds[] = {{"bound/widen/float32", BoundLoop::kWidenF32},   {"bound/widen/float16", BoundLoop::kWidenF16},
+                 {"bound/widen/bfloat16", BoundLoop::kWidenBF16}, {"bound/stats/float32", BoundLoop::kStatsF32},
+                 {"bound/stats/float16", BoundLoop::kStatsF16},   {"bound/stats/bfloat16", BoundLoop::kStatsBF16},
+                 {"bound/narrow/float32", BoundLoop::kNarrowF32}};
+  for (const auto& b : kBounds) {
+    benchmark::RegisterBenchmark(b.name, run_bound, b.loop)->UseRealTime()->Unit(benchmark::kMicrosecond);
+  }
   for (const ops::OpDesc* d : ops::all_ops()) {
     for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
       for (const ops::BenchCase& c : d->bench_cases(t)) {

@@ -1,0 +1,137 @@
+// The per-element floors of the kernels, measured: plain Highway loops over a row that stays in L1, each doing one
+// piece of a kernel's per-element work with enough independent accumulators that no latency bounds it, so their
+// speed is the throughput of the instructions themselves on the selected SIMD target (NNOPS_MAX_CPU_ISA caps it as
+// it caps the library). Every canonical float64 sum of the GroupNorm family widens each element to float64 once
+// (docs/semantics.md), so `widen_*` is a floor for every kernel that sums a stored element; `stats_*` adds
+// GroupNorm's two accumulations (x and fma(x, x, acc)) to it, the loop of its statistics pass without memory.
+// docs/performance.md compares these with the probes' elements per second in L2 and L3.
+#include "bench/bound_loops.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+#undef HWY_TARGET_INCLUDE
+#define HWY_TARGET_INCLUDE "bench/bound_loops.cc"
+#include "hwy/foreach_target.h"  // IWYU pragma: keep
+#include "hwy/highway.h"
+
+HWY_BEFORE_NAMESPACE();
+namespace nnops_bench {
+namespace HWY_NAMESPACE {
+namespace hn = hwy::HWY_NAMESPACE;
+
+// One float64 vector of `n` elements from p: the element type's widening (float16 and bfloat16 through float32, as the
+// kernels do it).
+template <class D>
+HWY_INLINE hn::Vec<D> Widen(D d, const float* p) {
+  return hn::PromoteTo(d, hn::LoadU(hn::Rebind<float, D>(), p));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> Widen(D d, const hwy::float16_t* p) {
+  const hn::Rebind<float, D> df;
+  return hn::PromoteTo(d, hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, D>(), p)));
+}
+template <class D>
+HWY_INLINE hn::Vec<D> Widen(D d, const hwy::bfloat16_t* p) {
+  const hn::Rebind<float, D> df;
+  return hn::PromoteTo(d, hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), p)));
+}
+
+// `reps` passes over x[0, n) (n a multiple of 4 vectors). kStats: the two sums of GroupNorm's statistics; else the
+// widened vectors are only xor'ed together (one cheap integer-pipe operation each) so that the widening is all that
+// is measured. Returns a checksum so that nothing is optimized away.
+template <bool kStats, typename T>
+double Loop(const T* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const size_t N = hn::Lanes(d);
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, q0 = a0, q1 = a0, q2 = a0, q3 = a0;
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
+      const auto v0 = Widen(d, x + i), v1 = Widen(d, x + i + N), v2 = Widen(d, x + i + 2 * N),
+                 v3 = Widen(d, x + i + 3 * N);
+      if constexpr (kStats) {
+        a0 = hn::Add(a0, v0), a1 = hn::Add(a1, v1), a2 = hn::Add(a2, v2), a3 = hn::Add(a3, v3);
+        q0 = hn::MulAdd(v0, v0, q0), q1 = hn::MulAdd(v1, v1, q1), q2 = hn::MulAdd(v2, v2, q2);
+        q3 = hn::MulAdd(v3, v3, q3);
+      } else {
+        a0 = hn::Xor(a0, v0), a1 = hn::Xor(a1, v1), a2 = hn::Xor(a2, v2), a3 = hn::Xor(a3, v3);
+      }
+    }
+  }
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)));
+  return hn::GetLane(hn::SumOfLanes(d, s));
+}
+
+// float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of x's first elements, widened once (the
+// widenings do not depend on i, so they leave the loop), plus the row index i so that the inputs change, narrowed
+// n / N times a pass: an add, a narrowing and an xor a vector.
+double NarrowF32(const void* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const hn::Rebind<float, decltype(d)> df;
+  const hn::RebindToUnsigned<decltype(df)> du;
+  const size_t N = hn::Lanes(d);
+  const float* f = static_cast<const float*>(x);
+  auto a0 = hn::Zero(du), a1 = a0, a2 = a0, a3 = a0;
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
+      const auto v0 = hn::Add(Widen(d, f), hn::Set(d, static_cast<double>(i)));
+      const auto v1 = hn::Add(Widen(d, f + N), hn::Set(d, static_cast<double>(i)));
+      const auto v2 = hn::Add(Widen(d, f + 2 * N), hn::Set(d, static_cast<double>(i)));
+      const auto v3 = hn::Add(Widen(d, f + 3 * N), hn::Set(d, static_cast<double>(i)));
+      a0 = hn::Xor(a0, hn::BitCast(du, hn::DemoteTo(df, v0))), a1 = hn::Xor(a1, hn::BitCast(du, hn::DemoteTo(df, v1)));
+      a2 = hn::Xor(a2, hn::BitCast(du, hn::DemoteTo(df, v2))), a3 = hn::Xor(a3, hn::BitCast(du, hn::DemoteTo(df, v3)));
+    }
+  }
+  return static_cast<double>(hn::GetLane(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3))));
+}
+
+double WidenF32(const void* x, size_t n, size_t reps) { return Loop<false>(static_cast<const float*>(x), n, reps); }
+double WidenF16(const void* x, size_t n, size_t reps) {
+  return Loop<false>(static_cast<const hwy::float16_t*>(x), n, reps);
+}
+double WidenBF16(const void* x, size_t n, size_t reps) {
+  return Loop<false>(static_cast<const hwy::bfloat16_t*>(x), n, reps);
+}
+double StatsF32(const void* x, size_t n, size_t reps) { return Loop<true>(static_cast<const float*>(x), n, reps); }
+double StatsF16(const void* x, size_t n, size_t reps) {
+  return Loop<true>(static_cast<const hwy::float16_t*>(x), n, reps);
+}
+double StatsBF16(const void* x, size_t n, size_t reps) {
+  return Loop<true>(static_cast<const hwy::bfloat16_t*>(x), n, reps);
+}
+
+}  // namespace HWY_NAMESPACE
+}  // namespace nnops_bench
+HWY_AFTER_NAMESPACE();
+
+#if HWY_ONCE
+namespace nnops_bench {
+HWY_EXPORT(NarrowF32);
+HWY_EXPORT(WidenF32);
+HWY_EXPORT(WidenF16);
+HWY_EXPORT(WidenBF16);
+HWY_EXPORT(StatsF32);
+HWY_EXPORT(StatsF16);
+HWY_EXPORT(StatsBF16);
+
+double bound_loop(BoundLoop loop, const void* x, size_t n, size_t reps) {
+  switch (loop) {
+    case BoundLoop::kNarrowF32:
+      return HWY_DYNAMIC_DISPATCH(NarrowF32)(x, n, reps);
+    case BoundLoop::kWidenF32:
+      return HWY_DYNAMIC_DISPATCH(WidenF32)(x, n, reps);
+    case BoundLoop::kWidenF16:
+      return HWY_DYNAMIC_DISPATCH(WidenF16)(x, n, reps);
+    case BoundLoop::kWidenBF16:
+      return HWY_DYNAMIC_DISPATCH(WidenBF16)(x, n, reps);
+    case BoundLoop::kStatsF32:
+      return HWY_DYNAMIC_DISPATCH(StatsF32)(x, n, reps);
+    case BoundLoop::kStatsF16:
+      return HWY_DYNAMIC_DISPATCH(StatsF16)(x, n, reps);
+    case BoundLoop::kStatsBF16:
+      return HWY_DYNAMIC_DISPATCH(StatsBF16)(x, n, reps);
+  }
+  return 0;
+}
+}  // namespace nnops_bench
+#endif  // HWY_ONCE
