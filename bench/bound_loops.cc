@@ -3,7 +3,8 @@
 // speed is the throughput of the instructions themselves on the selected SIMD target (NNOPS_MAX_CPU_ISA caps it as
 // it caps the library). Every canonical float64 sum of the GroupNorm family widens each element to float64 once
 // (docs/semantics.md), so `widen_*` is a floor for every kernel that sums a stored element; `stats_*` adds
-// GroupNorm's two accumulations (x and fma(x, x, acc)) to it, the loop of its statistics pass without memory.
+// GroupNorm's two accumulations (x and fma(x, x, acc)) to it, the loop of its statistics pass without memory;
+// `backward_*` is GroupNormBackward's first pass so (two arrays widened); `narrow` PowerSign's float32 narrowing.
 // docs/performance.md compares these with the probes' elements per second in L2 and L3.
 #include "bench/bound_loops.hpp"
 
@@ -62,6 +63,31 @@ double Loop(const T* x, size_t n, size_t reps) {
   return hn::GetLane(hn::SumOfLanes(d, s));
 }
 
+// GroupNormBackward's first pass without memory: dy and x widened (the first and the second half of x[0, n)), and the
+// sums of dy and of dy * (x - mean), as its kernel does them on x86: Sub, Mul, and both accumulations as fma(t, 1, acc)
+// on the FMA pipes (AccAdd, src/core/fp_pipes-inl.h; `one` is opaque so that they stay FMAs). An element is a pair.
+template <typename T>
+double BackwardLoop(const T* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const size_t N = hn::Lanes(d);
+  const T* dy = x;
+  const T* xs = x + n / 2;
+  const auto mean = hn::Set(d, 1.25);
+  volatile double opaque_one = 1;
+  const auto one = hn::Set(d, opaque_one);
+  auto a0 = hn::Zero(d), a1 = a0, q0 = a0, q1 = a0;
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 2 * N <= n / 2; i += 2 * N) {
+      const auto g0 = Widen(d, dy + i), g1 = Widen(d, dy + i + N);
+      const auto v0 = Widen(d, xs + i), v1 = Widen(d, xs + i + N);
+      a0 = hn::MulAdd(g0, one, a0), a1 = hn::MulAdd(g1, one, a1);
+      q0 = hn::MulAdd(hn::Mul(g0, hn::Sub(v0, mean)), one, q0);
+      q1 = hn::MulAdd(hn::Mul(g1, hn::Sub(v1, mean)), one, q1);
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(q0, q1))));
+}
+
 // float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of x's first elements, widened once (the
 // widenings do not depend on i, so they leave the loop), plus the row index i so that the inputs change, narrowed
 // n / N times a pass: an add, a narrowing and an xor a vector.
@@ -99,6 +125,13 @@ double StatsF16(const void* x, size_t n, size_t reps) {
 double StatsBF16(const void* x, size_t n, size_t reps) {
   return Loop<true>(static_cast<const hwy::bfloat16_t*>(x), n, reps);
 }
+double BackwardF32(const void* x, size_t n, size_t reps) { return BackwardLoop(static_cast<const float*>(x), n, reps); }
+double BackwardF16(const void* x, size_t n, size_t reps) {
+  return BackwardLoop(static_cast<const hwy::float16_t*>(x), n, reps);
+}
+double BackwardBF16(const void* x, size_t n, size_t reps) {
+  return BackwardLoop(static_cast<const hwy::bfloat16_t*>(x), n, reps);
+}
 
 }  // namespace HWY_NAMESPACE
 }  // namespace nnops_bench
@@ -113,9 +146,18 @@ HWY_EXPORT(WidenBF16);
 HWY_EXPORT(StatsF32);
 HWY_EXPORT(StatsF16);
 HWY_EXPORT(StatsBF16);
+HWY_EXPORT(BackwardF32);
+HWY_EXPORT(BackwardF16);
+HWY_EXPORT(BackwardBF16);
 
 double bound_loop(BoundLoop loop, const void* x, size_t n, size_t reps) {
   switch (loop) {
+    case BoundLoop::kBackwardF32:
+      return HWY_DYNAMIC_DISPATCH(BackwardF32)(x, n, reps);
+    case BoundLoop::kBackwardF16:
+      return HWY_DYNAMIC_DISPATCH(BackwardF16)(x, n, reps);
+    case BoundLoop::kBackwardBF16:
+      return HWY_DYNAMIC_DISPATCH(BackwardBF16)(x, n, reps);
     case BoundLoop::kNarrowF32:
       return HWY_DYNAMIC_DISPATCH(NarrowF32)(x, n, reps);
     case BoundLoop::kWidenF32:

@@ -12,7 +12,10 @@ enum class BoundLoop {
   kStatsF32,   // the widening and GroupNorm's two statistics: acc += x, acc = fma(x, x, acc)
   kStatsF16,
   kStatsBF16,
-  kNarrowF32,  // float64 -> float32
+  kNarrowF32,    // float64 -> float32
+  kBackwardF32,  // dy and x widened, the sums of dy and dy * (x - mean) (GroupNormBackward's first pass); an element is
+  kBackwardF16,  // one dy and one x, from the two halves of the row
+  kBackwardBF16,
 };
 
 // `reps` passes of `loop` over x[0, n) (elements of the loop's type; n a multiple of 4 float64 vectors of the

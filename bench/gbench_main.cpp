@@ -43,7 +43,9 @@ void run_bound(benchmark::State& state, nnops_bench::BoundLoop loop) {
     sink += nnops_bench::bound_loop(loop, x.data(), kN, kReps);
     benchmark::DoNotOptimize(sink);
   }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kN * kReps));
+  const bool pairs = loop == nnops_bench::BoundLoop::kBackwardF32 || loop == nnops_bench::BoundLoop::kBackwardF16 ||
+                     loop == nnops_bench::BoundLoop::kBackwardBF16;  // (dy, x) pairs from the two halves
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * (pairs ? kN / 2 : kN) * kReps));
 }
 
 }  // namespace
@@ -54,10 +56,12 @@ int main(int argc, char** argv) {
   const struct {
     const char* name;
     BoundLoop loop;
-  } kBounds[] = {{"bound/widen/float32", BoundLoop::kWidenF32},   {"bound/widen/float16", BoundLoop::kWidenF16},
-                 {"bound/widen/bfloat16", BoundLoop::kWidenBF16}, {"bound/stats/float32", BoundLoop::kStatsF32},
-                 {"bound/stats/float16", BoundLoop::kStatsF16},   {"bound/stats/bfloat16", BoundLoop::kStatsBF16},
-                 {"bound/narrow/float32", BoundLoop::kNarrowF32}};
+  } kBounds[] = {
+      {"bound/widen/float32", BoundLoop::kWidenF32},       {"bound/widen/float16", BoundLoop::kWidenF16},
+      {"bound/widen/bfloat16", BoundLoop::kWidenBF16},     {"bound/stats/float32", BoundLoop::kStatsF32},
+      {"bound/stats/float16", BoundLoop::kStatsF16},       {"bound/stats/bfloat16", BoundLoop::kStatsBF16},
+      {"bound/narrow/float32", BoundLoop::kNarrowF32},     {"bound/backward/float32", BoundLoop::kBackwardF32},
+      {"bound/backward/float16", BoundLoop::kBackwardF16}, {"bound/backward/bfloat16", BoundLoop::kBackwardBF16}};
   for (const auto& b : kBounds) {
     benchmark::RegisterBenchmark(b.name, run_bound, b.loop)->UseRealTime()->Unit(benchmark::kMicrosecond);
   }
