@@ -33,8 +33,9 @@ void run_case(benchmark::State& state, const ops::OpDesc* d, DType t, const ops:
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * d->bytes(p)));
 }
 
-// One bound loop over 2048 elements (8 KiB of float32: in L1), many passes a timing.
-void run_bound(benchmark::State& state, nnops_bench::BoundLoop loop) {
+// One bound loop over 2048 elements (8 KiB of float32: in L1), many passes a timing; an item is `per_item` elements
+// (2 for the loops that take pairs (dy, x) from the row's two halves).
+void run_bound(benchmark::State& state, nnops_bench::BoundLoop loop, size_t per_item) {
   constexpr size_t kN = 2048, kReps = 256;
   std::vector<uint32_t> x(kN);  // the bits of float32 elements, or pairs of half-type elements, all finite and normal
   for (size_t i = 0; i < kN; ++i) x[i] = 0x3F803F80u + static_cast<uint32_t>(i % 97) * 0x00010001u;
@@ -43,9 +44,7 @@ void run_bound(benchmark::State& state, nnops_bench::BoundLoop loop) {
     sink += nnops_bench::bound_loop(loop, x.data(), kN, kReps);
     benchmark::DoNotOptimize(sink);
   }
-  const bool pairs = loop == nnops_bench::BoundLoop::kBackwardF32 || loop == nnops_bench::BoundLoop::kBackwardF16 ||
-                     loop == nnops_bench::BoundLoop::kBackwardBF16;  // (dy, x) pairs from the two halves
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * (pairs ? kN / 2 : kN) * kReps));
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * kN / per_item * kReps));
 }
 
 }  // namespace
@@ -56,14 +55,15 @@ int main(int argc, char** argv) {
   const struct {
     const char* name;
     BoundLoop loop;
+    size_t per_item;
   } kBounds[] = {
-      {"bound/widen/float32", BoundLoop::kWidenF32},       {"bound/widen/float16", BoundLoop::kWidenF16},
-      {"bound/widen/bfloat16", BoundLoop::kWidenBF16},     {"bound/stats/float32", BoundLoop::kStatsF32},
-      {"bound/stats/float16", BoundLoop::kStatsF16},       {"bound/stats/bfloat16", BoundLoop::kStatsBF16},
-      {"bound/narrow/float32", BoundLoop::kNarrowF32},     {"bound/backward/float32", BoundLoop::kBackwardF32},
-      {"bound/backward/float16", BoundLoop::kBackwardF16}, {"bound/backward/bfloat16", BoundLoop::kBackwardBF16}};
+      {"bound/widen/float32", BoundLoop::kWidenF32, 1},       {"bound/widen/float16", BoundLoop::kWidenF16, 1},
+      {"bound/widen/bfloat16", BoundLoop::kWidenBF16, 1},     {"bound/stats/float32", BoundLoop::kStatsF32, 1},
+      {"bound/stats/float16", BoundLoop::kStatsF16, 1},       {"bound/stats/bfloat16", BoundLoop::kStatsBF16, 1},
+      {"bound/narrow/float32", BoundLoop::kNarrowF32, 1},     {"bound/backward/float32", BoundLoop::kBackwardF32, 2},
+      {"bound/backward/float16", BoundLoop::kBackwardF16, 2}, {"bound/backward/bfloat16", BoundLoop::kBackwardBF16, 2}};
   for (const auto& b : kBounds) {
-    benchmark::RegisterBenchmark(b.name, run_bound, b.loop)->UseRealTime()->Unit(benchmark::kMicrosecond);
+    benchmark::RegisterBenchmark(b.name, run_bound, b.loop, b.per_item)->UseRealTime()->Unit(benchmark::kMicrosecond);
   }
   for (const ops::OpDesc* d : ops::all_ops()) {
     for (DType t : {DType::kFloat32, DType::kFloat16, DType::kBFloat16}) {
