@@ -21,7 +21,7 @@ namespace nnops_bench {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
 
-// One float64 vector of `n` elements from p: the element type's widening (float16 and bfloat16 through float32, as the
+// One float64 vector of the elements at p: the element type's widening (float16 and bfloat16 through float32, as the
 // kernels do it).
 template <class D>
 HWY_INLINE hn::Vec<D> Widen(D d, const float* p) {
@@ -39,7 +39,7 @@ HWY_INLINE hn::Vec<D> Widen(D d, const hwy::bfloat16_t* p) {
 }
 
 // `reps` passes over x[0, n) (n a multiple of 4 vectors). kStats: the two sums of GroupNorm's statistics; else the
-// widened vectors are only xor'ed together (one cheap integer-pipe operation each) so that the widening is all that
+// widened vectors are only xor'ed together (one cheap bitwise operation each) so that the widening is all that
 // is measured. Returns a checksum so that nothing is optimized away.
 template <bool kStats, typename T>
 double Loop(const T* x, size_t n, size_t reps) {
