@@ -88,15 +88,14 @@ double BackwardLoop(const T* x, size_t n, size_t reps) {
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(q0, q1))));
 }
 
-// float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of x's first elements, widened once (the
+// float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of f's first elements, widened once (the
 // widenings do not depend on i, so they leave the loop), plus the row index i so that the inputs change, narrowed
 // n / N times a pass: an add, a narrowing and an xor a vector.
-double NarrowF32(const void* x, size_t n, size_t reps) {
+double NarrowF32(const float* f, size_t n, size_t reps) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
   const hn::RebindToUnsigned<decltype(df)> du;
   const size_t N = hn::Lanes(d);
-  const float* f = static_cast<const float*>(x);
   auto a0 = hn::Zero(du), a1 = a0, a2 = a0, a3 = a0;
   for (size_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
@@ -111,26 +110,34 @@ double NarrowF32(const void* x, size_t n, size_t reps) {
   return static_cast<double>(hn::GetLane(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3))));
 }
 
-double WidenF32(const void* x, size_t n, size_t reps) { return Loop<false>(static_cast<const float*>(x), n, reps); }
-double WidenF16(const void* x, size_t n, size_t reps) {
-  return Loop<false>(static_cast<const hwy::float16_t*>(x), n, reps);
-}
-double WidenBF16(const void* x, size_t n, size_t reps) {
-  return Loop<false>(static_cast<const hwy::bfloat16_t*>(x), n, reps);
-}
-double StatsF32(const void* x, size_t n, size_t reps) { return Loop<true>(static_cast<const float*>(x), n, reps); }
-double StatsF16(const void* x, size_t n, size_t reps) {
-  return Loop<true>(static_cast<const hwy::float16_t*>(x), n, reps);
-}
-double StatsBF16(const void* x, size_t n, size_t reps) {
-  return Loop<true>(static_cast<const hwy::bfloat16_t*>(x), n, reps);
-}
-double BackwardF32(const void* x, size_t n, size_t reps) { return BackwardLoop(static_cast<const float*>(x), n, reps); }
-double BackwardF16(const void* x, size_t n, size_t reps) {
-  return BackwardLoop(static_cast<const hwy::float16_t*>(x), n, reps);
-}
-double BackwardBF16(const void* x, size_t n, size_t reps) {
-  return BackwardLoop(static_cast<const hwy::bfloat16_t*>(x), n, reps);
+// The loop `loop` on this target.
+double RunLoop(BoundLoop loop, const void* x, size_t n, size_t reps) {
+  const auto* f32 = static_cast<const float*>(x);
+  const auto* f16 = static_cast<const hwy::float16_t*>(x);
+  const auto* bf16 = static_cast<const hwy::bfloat16_t*>(x);
+  switch (loop) {
+    case BoundLoop::kWidenF32:
+      return Loop<false>(f32, n, reps);
+    case BoundLoop::kWidenF16:
+      return Loop<false>(f16, n, reps);
+    case BoundLoop::kWidenBF16:
+      return Loop<false>(bf16, n, reps);
+    case BoundLoop::kStatsF32:
+      return Loop<true>(f32, n, reps);
+    case BoundLoop::kStatsF16:
+      return Loop<true>(f16, n, reps);
+    case BoundLoop::kStatsBF16:
+      return Loop<true>(bf16, n, reps);
+    case BoundLoop::kNarrowF32:
+      return NarrowF32(f32, n, reps);
+    case BoundLoop::kBackwardF32:
+      return BackwardLoop(f32, n, reps);
+    case BoundLoop::kBackwardF16:
+      return BackwardLoop(f16, n, reps);
+    case BoundLoop::kBackwardBF16:
+      return BackwardLoop(bf16, n, reps);
+  }
+  return 0;
 }
 
 }  // namespace HWY_NAMESPACE
@@ -139,41 +146,10 @@ HWY_AFTER_NAMESPACE();
 
 #if HWY_ONCE
 namespace nnops_bench {
-HWY_EXPORT(NarrowF32);
-HWY_EXPORT(WidenF32);
-HWY_EXPORT(WidenF16);
-HWY_EXPORT(WidenBF16);
-HWY_EXPORT(StatsF32);
-HWY_EXPORT(StatsF16);
-HWY_EXPORT(StatsBF16);
-HWY_EXPORT(BackwardF32);
-HWY_EXPORT(BackwardF16);
-HWY_EXPORT(BackwardBF16);
+HWY_EXPORT(RunLoop);
 
 double bound_loop(BoundLoop loop, const void* x, size_t n, size_t reps) {
-  switch (loop) {
-    case BoundLoop::kBackwardF32:
-      return HWY_DYNAMIC_DISPATCH(BackwardF32)(x, n, reps);
-    case BoundLoop::kBackwardF16:
-      return HWY_DYNAMIC_DISPATCH(BackwardF16)(x, n, reps);
-    case BoundLoop::kBackwardBF16:
-      return HWY_DYNAMIC_DISPATCH(BackwardBF16)(x, n, reps);
-    case BoundLoop::kNarrowF32:
-      return HWY_DYNAMIC_DISPATCH(NarrowF32)(x, n, reps);
-    case BoundLoop::kWidenF32:
-      return HWY_DYNAMIC_DISPATCH(WidenF32)(x, n, reps);
-    case BoundLoop::kWidenF16:
-      return HWY_DYNAMIC_DISPATCH(WidenF16)(x, n, reps);
-    case BoundLoop::kWidenBF16:
-      return HWY_DYNAMIC_DISPATCH(WidenBF16)(x, n, reps);
-    case BoundLoop::kStatsF32:
-      return HWY_DYNAMIC_DISPATCH(StatsF32)(x, n, reps);
-    case BoundLoop::kStatsF16:
-      return HWY_DYNAMIC_DISPATCH(StatsF16)(x, n, reps);
-    case BoundLoop::kStatsBF16:
-      return HWY_DYNAMIC_DISPATCH(StatsBF16)(x, n, reps);
-  }
-  return 0;
+  return HWY_DYNAMIC_DISPATCH(RunLoop)(loop, x, n, reps);
 }
 }  // namespace nnops_bench
 #endif  // HWY_ONCE
