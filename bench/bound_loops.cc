@@ -4,7 +4,9 @@
 // it caps the library). Every canonical float64 sum of the GroupNorm family widens each element to float64 once
 // (docs/semantics.md), so `widen_*` is a floor for every kernel that sums a stored element; `stats_*` adds
 // GroupNorm's two accumulations (x and fma(x, x, acc)) to it, the loop of its statistics pass without memory;
-// `backward_*` is GroupNormBackward's first pass so (two arrays widened); `narrow` PowerSign's float32 narrowing.
+// `backward_*` is GroupNormBackward's first pass so (two arrays widened) and `backward_dx` its second;
+// `grad_sums` GroupNormalizationGrad's first pass (three arrays widened) and `grad_dx` its second; `narrow` PowerSign's
+// float32 narrowing.
 // docs/performance.md compares these with the probes' elements per second in L2 and L3.
 #include "bench/bound_loops.hpp"
 
@@ -88,6 +90,80 @@ double BackwardLoop(const T* x, size_t n, size_t reps) {
   return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(q0, q1))));
 }
 
+// GroupNormBackward's second pass without memory, float32: dx = (k1 * dy - k2) - k3 * (x - mean) from the two halves
+// of x into out (its kernel's Dx: a Mul, an fma for the first subtraction, Sub, Mul, Sub). An element is a pair.
+double BackwardDx(const float* x, size_t n, size_t reps, float* out) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const float* dy = x;
+  const float* xs = x + n / 2;
+  volatile float opaque_one = 1;
+  const auto one = hn::Set(df, opaque_one);
+  const auto mh = hn::Set(df, 1.25f), k1 = hn::Set(df, 0.5f), k2 = hn::Set(df, 0.25f), k3 = hn::Set(df, 0.125f);
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 2 * N <= n / 2; i += 2 * N) {
+      const auto d0 = hn::Sub(hn::NegMulAdd(k2, one, hn::Mul(k1, hn::LoadU(df, dy + i))),
+                              hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i), mh)));
+      const auto d1 = hn::Sub(hn::NegMulAdd(k2, one, hn::Mul(k1, hn::LoadU(df, dy + i + N))),
+                              hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i + N), mh)));
+      hn::StoreU(d0, df, out + i);
+      hn::StoreU(d1, df, out + i + N);
+    }
+  }
+  return static_cast<double>(out[0]) + static_cast<double>(out[n / 2 - 1]);
+}
+
+// GroupNormalizationGrad's first pass without memory, float32 (its float64 path): dy, gamma and x widened (the first
+// three of the row's quarters), p = dy * gamma, the sums of p (through fma(p, 1, acc)) and of fma(p, x - mean, acc).
+// An element is a triple.
+double GradSums(const float* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const size_t N = hn::Lanes(d);
+  const size_t m = n / 4;
+  const float* dy = x;
+  const float* gamma = x + m;
+  const float* xs = x + 2 * m;
+  const auto mean = hn::Set(d, 1.25);
+  volatile double opaque_one = 1;
+  const auto one = hn::Set(d, opaque_one);
+  auto a0 = hn::Zero(d), a1 = a0, b0 = a0, b1 = a0;
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 2 * N <= m; i += 2 * N) {
+      const auto p0 = hn::Mul(Widen(d, dy + i), Widen(d, gamma + i));
+      const auto p1 = hn::Mul(Widen(d, dy + i + N), Widen(d, gamma + i + N));
+      b0 = hn::MulAdd(p0, hn::Sub(Widen(d, xs + i), mean), b0);
+      b1 = hn::MulAdd(p1, hn::Sub(Widen(d, xs + i + N), mean), b1);
+      a0 = hn::MulAdd(p0, one, a0), a1 = hn::MulAdd(p1, one, a1);
+    }
+  }
+  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(b0, b1))));
+}
+
+// GroupNormalizationGrad's second pass without memory, float32: dx = gamma * (k1 * (mean - x) + (rstd * dy - k0)) from
+// the row's first three quarters (dy, gamma, x) into out (its kernel's GnGradFn: Sub, MulSub, MulAdd, Mul). An
+// element is a triple.
+double GradDx(const float* x, size_t n, size_t reps, float* out) {
+  const hn::ScalableTag<float> df;
+  const size_t N = hn::Lanes(df);
+  const size_t m = n / 4;
+  const float* dy = x;
+  const float* gamma = x + m;
+  const float* xs = x + 2 * m;
+  const auto mean = hn::Set(df, 1.25f), rstd = hn::Set(df, 0.5f), k0 = hn::Set(df, 0.25f), k1 = hn::Set(df, 0.125f);
+  auto dx = [&](size_t i) HWY_ATTR {
+    return hn::Mul(hn::LoadU(df, gamma + i),
+                   hn::MulAdd(k1, hn::Sub(mean, hn::LoadU(df, xs + i)), hn::MulSub(rstd, hn::LoadU(df, dy + i), k0)));
+  };
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 2 * N <= m; i += 2 * N) {
+      const auto d0 = dx(i), d1 = dx(i + N);
+      hn::StoreU(d0, df, out + i);
+      hn::StoreU(d1, df, out + i + N);
+    }
+  }
+  return static_cast<double>(out[0]) + static_cast<double>(out[m - 1]);
+}
+
 // float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of f's first elements, widened once (the
 // widenings do not depend on i, so they leave the loop), plus the row index i so that the inputs change, narrowed
 // n / N times a pass: an add, a narrowing and an xor a vector.
@@ -110,9 +186,12 @@ double NarrowF32(const float* f, size_t n, size_t reps) {
   return static_cast<double>(hn::GetLane(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3))));
 }
 
-// The loop `loop` on this target.
-double RunLoop(BoundLoop loop, const void* x, size_t n, size_t reps) {
+// The loop `loop` on this target (bound_loop).
+double RunLoop(BoundLoop loop, void* x, size_t n, size_t reps) {
   const auto* f32 = static_cast<const float*>(x);
+  // The dx loops' output: 16 floats past the input, so that no output line sits a multiple of 4 KiB from an input line
+  // the same iteration reads (4K aliasing would time the store buffer's false dependencies, not the loop).
+  float* out = static_cast<float*>(x) + n + 16;
   const auto* f16 = static_cast<const hwy::float16_t*>(x);
   const auto* bf16 = static_cast<const hwy::bfloat16_t*>(x);
   switch (loop) {
@@ -136,6 +215,12 @@ double RunLoop(BoundLoop loop, const void* x, size_t n, size_t reps) {
       return BackwardLoop(f16, n, reps);
     case BoundLoop::kBackwardBF16:
       return BackwardLoop(bf16, n, reps);
+    case BoundLoop::kBackwardDxF32:
+      return BackwardDx(f32, n, reps, out);
+    case BoundLoop::kGradSumsF32:
+      return GradSums(f32, n, reps);
+    case BoundLoop::kGradDxF32:
+      return GradDx(f32, n, reps, out);
   }
   return 0;
 }
@@ -148,8 +233,23 @@ HWY_AFTER_NAMESPACE();
 namespace nnops_bench {
 HWY_EXPORT(RunLoop);
 
-double bound_loop(BoundLoop loop, const void* x, size_t n, size_t reps) {
+double bound_loop(BoundLoop loop, void* x, size_t n, size_t reps) {
   return HWY_DYNAMIC_DISPATCH(RunLoop)(loop, x, n, reps);
+}
+
+size_t bound_loop_items(BoundLoop loop, size_t n) {
+  switch (loop) {
+    case BoundLoop::kBackwardF32:
+    case BoundLoop::kBackwardF16:
+    case BoundLoop::kBackwardBF16:
+    case BoundLoop::kBackwardDxF32:
+      return n / 2;
+    case BoundLoop::kGradSumsF32:
+    case BoundLoop::kGradDxF32:
+      return n / 4;
+    default:
+      return n;
+  }
 }
 }  // namespace nnops_bench
 #endif  // HWY_ONCE
