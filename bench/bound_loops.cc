@@ -77,17 +77,19 @@ double BackwardLoop(const T* x, size_t n, size_t reps) {
   const auto mean = hn::Set(d, 1.25);
   volatile double opaque_one = 1;
   const auto one = hn::Set(d, opaque_one);
-  auto a0 = hn::Zero(d), a1 = a0, q0 = a0, q1 = a0;
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, q0 = a0, q1 = a0, q2 = a0, q3 = a0;
+  auto add = [&](size_t i, hn::Vec<decltype(d)>& a, hn::Vec<decltype(d)>& q) HWY_ATTR {
+    const auto g = Widen(d, dy + i);
+    a = hn::MulAdd(g, one, a);
+    q = hn::MulAdd(hn::Mul(g, hn::Sub(Widen(d, xs + i), mean)), one, q);
+  };
   for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 2 * N <= n / 2; i += 2 * N) {
-      const auto g0 = Widen(d, dy + i), g1 = Widen(d, dy + i + N);
-      const auto v0 = Widen(d, xs + i), v1 = Widen(d, xs + i + N);
-      a0 = hn::MulAdd(g0, one, a0), a1 = hn::MulAdd(g1, one, a1);
-      q0 = hn::MulAdd(hn::Mul(g0, hn::Sub(v0, mean)), one, q0);
-      q1 = hn::MulAdd(hn::Mul(g1, hn::Sub(v1, mean)), one, q1);
+    for (size_t i = 0; i + 4 * N <= n / 2; i += 4 * N) {
+      add(i, a0, q0), add(i + N, a1, q1), add(i + 2 * N, a2, q2), add(i + 3 * N, a3, q3);
     }
   }
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(q0, q1))));
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)));
+  return hn::GetLane(hn::SumOfLanes(d, s));
 }
 
 // GroupNormBackward's second pass without memory, float32: dx = (k1 * dy - k2) - k3 * (x - mean) from the two halves
@@ -126,17 +128,19 @@ double GradSums(const float* x, size_t n, size_t reps) {
   const auto mean = hn::Set(d, 1.25);
   volatile double opaque_one = 1;
   const auto one = hn::Set(d, opaque_one);
-  auto a0 = hn::Zero(d), a1 = a0, b0 = a0, b1 = a0;
+  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  auto add = [&](size_t i, hn::Vec<decltype(d)>& a, hn::Vec<decltype(d)>& b) HWY_ATTR {
+    const auto p = hn::Mul(Widen(d, dy + i), Widen(d, gamma + i));
+    b = hn::MulAdd(p, hn::Sub(Widen(d, xs + i), mean), b);
+    a = hn::MulAdd(p, one, a);
+  };
   for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 2 * N <= m; i += 2 * N) {
-      const auto p0 = hn::Mul(Widen(d, dy + i), Widen(d, gamma + i));
-      const auto p1 = hn::Mul(Widen(d, dy + i + N), Widen(d, gamma + i + N));
-      b0 = hn::MulAdd(p0, hn::Sub(Widen(d, xs + i), mean), b0);
-      b1 = hn::MulAdd(p1, hn::Sub(Widen(d, xs + i + N), mean), b1);
-      a0 = hn::MulAdd(p0, one, a0), a1 = hn::MulAdd(p1, one, a1);
+    for (size_t i = 0; i + 4 * N <= m; i += 4 * N) {
+      add(i, a0, b0), add(i + N, a1, b1), add(i + 2 * N, a2, b2), add(i + 3 * N, a3, b3);
     }
   }
-  return hn::GetLane(hn::SumOfLanes(d, hn::Add(hn::Add(a0, a1), hn::Add(b0, b1))));
+  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(b0, b1), hn::Add(b2, b3)));
+  return hn::GetLane(hn::SumOfLanes(d, s));
 }
 
 // GroupNormalizationGrad's second pass without memory, float32: dx = gamma * (k1 * (mean - x) + (rstd * dy - k0)) from
