@@ -1,13 +1,12 @@
 // The per-element floors of the kernels, measured: plain Highway loops over a row that stays in L1, each doing one
-// piece of a kernel's per-element work with enough independent accumulators that no latency bounds it, so their
-// speed is the throughput of the instructions themselves on the selected SIMD target (NNOPS_MAX_CPU_ISA caps it as
-// it caps the library). Every canonical float64 sum of the GroupNorm family widens each element to float64 once
-// (docs/semantics.md), so `widen_*` is a floor for every kernel that sums a stored element; `stats_*` adds
-// GroupNorm's two accumulations (x and fma(x, x, acc)) to it, the loop of its statistics pass without memory;
-// `backward_*` is GroupNormBackward's first pass so (two arrays widened) and `backward_dx` its second;
-// `grad_sums` GroupNormalizationGrad's first pass (three arrays widened) and `grad_dx` its second; `narrow` PowerSign's
-// float32 narrowing.
-// docs/performance.md compares these with the probes' elements per second in L2 and L3.
+// pass's per-element work of a kernel with 4 vectors of accumulators per sum (the kernels' canonical 16 lanes on AVX2,
+// twice that on AVX-512), so that nothing but the instructions themselves sets their speed on the selected SIMD target
+// (NNOPS_MAX_CPU_ISA caps it as it caps the library). Every canonical float64 sum of the GroupNorm family widens each
+// element to float64 once (docs/semantics.md), so `widen/*` is a floor for every pass that sums a stored element;
+// `stats/*` adds GroupNorm's two accumulations (x and fma(x, x, acc)), the loop of its statistics pass without memory;
+// `backward/*` is GroupNormBackward's first pass so (two arrays widened) and `backward_dx` its second; `grad_sums`
+// GroupNormalizationGrad's first pass (three arrays widened) and `grad_dx` its second; `narrow` PowerSign's float32
+// narrowing. docs/performance.md ("Zen 4, a fourth session") sets them against the probes in L2 and L3.
 #include "bench/bound_loops.hpp"
 
 #include <cstddef>
