@@ -11,16 +11,24 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #undef HWY_TARGET_INCLUDE
 #define HWY_TARGET_INCLUDE "bench/bound_loops.cc"
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
+#include "src/core/fp_pipes-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nnops_bench {
 namespace HWY_NAMESPACE {
 namespace hn = hwy::HWY_NAMESPACE;
+// The kernels' additions on the pipes they use (fma(t, 1, acc) on x86 with FMA, else a plain add).
+using nnops::HWY_NAMESPACE::AccAdd;
+using nnops::HWY_NAMESPACE::AccOne;
+using nnops::HWY_NAMESPACE::AccSub;
+
+#if HWY_HAVE_FLOAT64
 
 // One float64 vector of the elements at p: the element type's widening (float16 and bfloat16 through float32, as the
 // kernels do it).
@@ -39,22 +47,29 @@ HWY_INLINE hn::Vec<D> Widen(D d, const hwy::bfloat16_t* p) {
   return hn::PromoteTo(d, hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), p)));
 }
 
-// `reps` passes over x[0, n) (n a multiple of 4 vectors). kStats: the two sums of GroupNorm's statistics; else the
-// widened vectors are only xor'ed together (one cheap bitwise operation each) so that the widening is all that
-// is measured. Returns a checksum so that nothing is optimized away.
+// `reps` passes over x[0, n). kStats: the two sums of GroupNorm's statistics, on the pipes its kernel puts them
+// (kStatPipes, src/ops/norm/group_norm/group_norm_cpu.cc): for float32 half of the first sum's accumulators on the add
+// pipes and the rest through AccAdd, for the half types all through AccAdd; the second as fma(x, x, acc) where the
+// target has FMA (SquareTerms), else x * x added. Else the widened vectors are only xor'ed together (one cheap bitwise
+// operation each) so that the widening is all that is measured. Returns a checksum so that nothing is optimized away.
 template <bool kStats, typename T>
 double Loop(const T* x, size_t n, size_t reps) {
   const hn::ScalableTag<double> d;
   const size_t N = hn::Lanes(d);
+  const auto one = AccOne(d);
+  constexpr bool kHalfOnAdd = std::is_same_v<T, float>;
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, q0 = a0, q1 = a0, q2 = a0, q3 = a0;
+  auto square = [&](hn::Vec<decltype(d)> v, hn::Vec<decltype(d)> q)
+                    HWY_ATTR { return NNOPS_ACC_ON_FMA ? hn::MulAdd(v, v, q) : hn::Add(q, hn::Mul(v, v)); };
   for (size_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
       const auto v0 = Widen(d, x + i), v1 = Widen(d, x + i + N), v2 = Widen(d, x + i + 2 * N),
                  v3 = Widen(d, x + i + 3 * N);
       if constexpr (kStats) {
-        a0 = hn::Add(a0, v0), a1 = hn::Add(a1, v1), a2 = hn::Add(a2, v2), a3 = hn::Add(a3, v3);
-        q0 = hn::MulAdd(v0, v0, q0), q1 = hn::MulAdd(v1, v1, q1), q2 = hn::MulAdd(v2, v2, q2);
-        q3 = hn::MulAdd(v3, v3, q3);
+        a0 = kHalfOnAdd ? hn::Add(a0, v0) : AccAdd(a0, v0, one);
+        a1 = kHalfOnAdd ? hn::Add(a1, v1) : AccAdd(a1, v1, one);
+        a2 = AccAdd(a2, v2, one), a3 = AccAdd(a3, v3, one);
+        q0 = square(v0, q0), q1 = square(v1, q1), q2 = square(v2, q2), q3 = square(v3, q3);
       } else {
         a0 = hn::Xor(a0, v0), a1 = hn::Xor(a1, v1), a2 = hn::Xor(a2, v2), a3 = hn::Xor(a3, v3);
       }
@@ -65,8 +80,8 @@ double Loop(const T* x, size_t n, size_t reps) {
 }
 
 // GroupNormBackward's first pass without memory: dy and x widened (the first and the second half of x[0, n)), and the
-// sums of dy and of dy * (x - mean), as its kernel does them on x86: Sub, Mul, and both accumulations as fma(t, 1, acc)
-// on the FMA pipes (AccAdd, src/core/fp_pipes-inl.h; `one` is opaque so that they stay FMAs). An element is a pair.
+// sums of dy and of dy * (x - mean), as its kernel does them: Sub, Mul, and both accumulations through AccAdd (on
+// x86 with FMA, fma(t, 1, acc) on the FMA pipes). An element is a pair.
 template <typename T>
 double BackwardLoop(const T* x, size_t n, size_t reps) {
   const hn::ScalableTag<double> d;
@@ -74,13 +89,12 @@ double BackwardLoop(const T* x, size_t n, size_t reps) {
   const T* dy = x;
   const T* xs = x + n / 2;
   const auto mean = hn::Set(d, 1.25);
-  volatile double opaque_one = 1;
-  const auto one = hn::Set(d, opaque_one);
+  const auto one = AccOne(d);
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, q0 = a0, q1 = a0, q2 = a0, q3 = a0;
   auto add = [&](size_t i, hn::Vec<decltype(d)>& a, hn::Vec<decltype(d)>& q) HWY_ATTR {
     const auto g = Widen(d, dy + i);
-    a = hn::MulAdd(g, one, a);
-    q = hn::MulAdd(hn::Mul(g, hn::Sub(Widen(d, xs + i), mean)), one, q);
+    a = AccAdd(a, g, one);
+    q = AccAdd(q, hn::Mul(g, hn::Sub(Widen(d, xs + i), mean)), one);
   };
   for (size_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i + 4 * N <= n / 2; i += 4 * N) {
@@ -92,20 +106,19 @@ double BackwardLoop(const T* x, size_t n, size_t reps) {
 }
 
 // GroupNormBackward's second pass without memory, float32: dx = (k1 * dy - k2) - k3 * (x - mean) from the two halves
-// of x into out (its kernel's Dx: a Mul, an fma for the first subtraction, Sub, Mul, Sub). An element is a pair.
+// of x into out (its kernel's Dx: Mul, AccSub, Sub, Mul, Sub). An element is a pair.
 double BackwardDx(const float* x, size_t n, size_t reps, float* out) {
   const hn::ScalableTag<float> df;
   const size_t N = hn::Lanes(df);
   const float* dy = x;
   const float* xs = x + n / 2;
-  volatile float opaque_one = 1;
-  const auto one = hn::Set(df, opaque_one);
+  const auto one = AccOne(df);
   const auto mh = hn::Set(df, 1.25f), k1 = hn::Set(df, 0.5f), k2 = hn::Set(df, 0.25f), k3 = hn::Set(df, 0.125f);
   for (size_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i + 2 * N <= n / 2; i += 2 * N) {
-      const auto d0 = hn::Sub(hn::NegMulAdd(k2, one, hn::Mul(k1, hn::LoadU(df, dy + i))),
-                              hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i), mh)));
-      const auto d1 = hn::Sub(hn::NegMulAdd(k2, one, hn::Mul(k1, hn::LoadU(df, dy + i + N))),
+      const auto d0 =
+          hn::Sub(AccSub(hn::Mul(k1, hn::LoadU(df, dy + i)), k2, one), hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i), mh)));
+      const auto d1 = hn::Sub(AccSub(hn::Mul(k1, hn::LoadU(df, dy + i + N)), k2, one),
                               hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i + N), mh)));
       hn::StoreU(d0, df, out + i);
       hn::StoreU(d1, df, out + i + N);
@@ -115,7 +128,7 @@ double BackwardDx(const float* x, size_t n, size_t reps, float* out) {
 }
 
 // GroupNormalizationGrad's first pass without memory, float32 (its float64 path): dy, gamma and x widened (the first
-// three of the row's quarters), p = dy * gamma, the sums of p (through fma(p, 1, acc)) and of fma(p, x - mean, acc).
+// three of the row's quarters), p = dy * gamma, the sums of p (through AccAdd) and of fma(p, x - mean, acc).
 // An element is a triple.
 double GradSums(const float* x, size_t n, size_t reps) {
   const hn::ScalableTag<double> d;
@@ -125,13 +138,12 @@ double GradSums(const float* x, size_t n, size_t reps) {
   const float* gamma = x + m;
   const float* xs = x + 2 * m;
   const auto mean = hn::Set(d, 1.25);
-  volatile double opaque_one = 1;
-  const auto one = hn::Set(d, opaque_one);
+  const auto one = AccOne(d);
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   auto add = [&](size_t i, hn::Vec<decltype(d)>& a, hn::Vec<decltype(d)>& b) HWY_ATTR {
     const auto p = hn::Mul(Widen(d, dy + i), Widen(d, gamma + i));
     b = hn::MulAdd(p, hn::Sub(Widen(d, xs + i), mean), b);
-    a = hn::MulAdd(p, one, a);
+    a = AccAdd(a, p, one);
   };
   for (size_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i + 4 * N <= m; i += 4 * N) {
@@ -168,20 +180,21 @@ double GradDx(const float* x, size_t n, size_t reps, float* out) {
 }
 
 // float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of f's first elements, widened once (the
-// widenings do not depend on i, so they leave the loop), plus the row index i so that the inputs change, narrowed
-// n / N times a pass: an add, a narrowing and an xor a vector.
+// widenings do not depend on i, so they leave the loop), plus a step added each iteration so that the inputs change,
+// narrowed n / N times a pass: an add, a narrowing and an xor a vector.
 double NarrowF32(const float* f, size_t n, size_t reps) {
   const hn::ScalableTag<double> d;
   const hn::Rebind<float, decltype(d)> df;
   const hn::RebindToUnsigned<decltype(df)> du;
   const size_t N = hn::Lanes(d);
+  const auto step = hn::Set(d, 0.5);
+  auto bump = hn::Zero(d);
   auto a0 = hn::Zero(du), a1 = a0, a2 = a0, a3 = a0;
   for (size_t r = 0; r < reps; ++r) {
     for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
-      const auto v0 = hn::Add(Widen(d, f), hn::Set(d, static_cast<double>(i)));
-      const auto v1 = hn::Add(Widen(d, f + N), hn::Set(d, static_cast<double>(i)));
-      const auto v2 = hn::Add(Widen(d, f + 2 * N), hn::Set(d, static_cast<double>(i)));
-      const auto v3 = hn::Add(Widen(d, f + 3 * N), hn::Set(d, static_cast<double>(i)));
+      bump = hn::Add(bump, step);
+      const auto v0 = hn::Add(Widen(d, f), bump), v1 = hn::Add(Widen(d, f + N), bump);
+      const auto v2 = hn::Add(Widen(d, f + 2 * N), bump), v3 = hn::Add(Widen(d, f + 3 * N), bump);
       a0 = hn::Xor(a0, hn::BitCast(du, hn::DemoteTo(df, v0))), a1 = hn::Xor(a1, hn::BitCast(du, hn::DemoteTo(df, v1)));
       a2 = hn::Xor(a2, hn::BitCast(du, hn::DemoteTo(df, v2))), a3 = hn::Xor(a3, hn::BitCast(du, hn::DemoteTo(df, v3)));
     }
@@ -189,12 +202,16 @@ double NarrowF32(const float* f, size_t n, size_t reps) {
   return static_cast<double>(hn::GetLane(hn::Xor(hn::Xor(a0, a1), hn::Xor(a2, a3))));
 }
 
+#endif  // HWY_HAVE_FLOAT64
+
 // The loop `loop` on this target (bound_loop).
 double RunLoop(BoundLoop loop, void* x, size_t n, size_t reps) {
+#if HWY_HAVE_FLOAT64
   const auto* f32 = static_cast<const float*>(x);
-  // The dx loops' output: 16 floats past the input, so that no output line sits a multiple of 4 KiB from an input line
-  // the same iteration reads (4K aliasing would time the store buffer's false dependencies, not the loop).
-  float* out = static_cast<float*>(x) + n + 16;
+  // The dx loops' output: half a page (512 floats) past the input, so that an output line shares its address modulo
+  // 4 KiB only with input lines 512 elements from the ones the loop reads beside it, loaded long before or after the
+  // store (4K aliasing would time the store buffer's false dependencies, not the loop).
+  float* out = static_cast<float*>(x) + n + 512;
   const auto* f16 = static_cast<const hwy::float16_t*>(x);
   const auto* bf16 = static_cast<const hwy::bfloat16_t*>(x);
   switch (loop) {
@@ -226,6 +243,10 @@ double RunLoop(BoundLoop loop, void* x, size_t n, size_t reps) {
       return GradDx(f32, n, reps, out);
   }
   return 0;
+#else
+  (void)loop, (void)x, (void)n, (void)reps;
+  return 0;  // no float64 vectors: nothing to measure
+#endif
 }
 
 }  // namespace HWY_NAMESPACE

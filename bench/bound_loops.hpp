@@ -21,10 +21,11 @@ enum class BoundLoop {
   kGradDxF32,      // its second pass in float32: dx from the same three into a buffer
 };
 
-// `reps` passes of `loop` over x[0, n) (elements of the loop's type; n a multiple of 4 float64 vectors of the
-// best target, 32 covers every x86 one), on the target the library would pick (call nnops::detail::init_dispatch
-// first for NNOPS_MAX_CPU_ISA). x has room for 2 n + 16 float32 elements: the dx loops write after the input. Returns a
-// checksum.
+// `reps` passes of `loop` over x[0, n) (elements of the loop's type; n a multiple of 16 float64 vectors of the best
+// target, so that the pairs and triples of the row's halves and quarters fill whole steps: 128 covers every x86 one),
+// on the target the library would pick (call nnops::detail::init_dispatch first for NNOPS_MAX_CPU_ISA). x has room for
+// n + 512 + n / 2 float32 elements: the dx loops write after the input. Returns a checksum (0 on a target without
+// float64 vectors, where nothing is measured).
 double bound_loop(BoundLoop loop, void* x, size_t n, size_t reps);
 
 // The items one pass of `loop` over n elements takes: n, or the pairs or triples it forms from the row's parts.

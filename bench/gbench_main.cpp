@@ -1,7 +1,8 @@
 // Google Benchmark microbenchmarks for quick A/B comparisons of kernel changes (`nnops bench` gives the
 // bandwidth ratios): every operator of the descriptor list, every dtype, every bench case, on 1 and 2
 // threads. Filter with --benchmark_filter, e.g. 'group_norm/float32/l2'. The `bound/` cases time the per-element
-// floors of bench/bound_loops.cc (items per second = elements per second on one core).
+// floors of bench/bound_loops.cc (items per second on one core: elements, or the (dy, x) pairs and (dy, gamma, x)
+// triples of the two- and three-input passes).
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
@@ -39,7 +40,7 @@ void run_bound(benchmark::State& state, nnops_bench::BoundLoop loop) {
   constexpr size_t kN = 2048, kReps = 256;
   // The bits of float32 elements, or pairs of half-type elements, all finite and normal; then room for the dx loops'
   // output (bound_loop). Aligned as the bench's buffers are: a vector load that crosses a line costs more.
-  const hwy::AlignedFreeUniquePtr<uint32_t[]> x = hwy::AllocateAligned<uint32_t>(2 * kN + 16);
+  const hwy::AlignedFreeUniquePtr<uint32_t[]> x = hwy::AllocateAligned<uint32_t>(kN + 512 + kN / 2);
   for (size_t i = 0; i < kN; ++i) x[i] = 0x3F803F80u + static_cast<uint32_t>(i % 97) * 0x00010001u;
   double sink = 0;
   for (auto _ : state) {
