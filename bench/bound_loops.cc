@@ -47,136 +47,116 @@ HWY_INLINE hn::Vec<D> Widen(D d, const hwy::bfloat16_t* p) {
   return hn::PromoteTo(d, hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), p)));
 }
 
-// `reps` passes over x[0, n). kStats: the two sums of GroupNorm's statistics, on the pipes its kernel puts them
-// (kStatPipes, src/ops/norm/group_norm/group_norm_cpu.cc): for float32 half of the first sum's accumulators on the add
-// pipes and the rest through AccAdd, for the half types all through AccAdd; the second as fma(x, x, acc) where the
-// target has FMA (SquareTerms), else x * x added. Else the widened vectors are only xor'ed together (one cheap bitwise
-// operation each) so that the widening is all that is measured. Returns a checksum so that nothing is optimized away.
-template <bool kStats, typename T>
-double Loop(const T* x, size_t n, size_t reps) {
-  const hn::ScalableTag<double> d;
+// `reps` passes over `count` items, 4 vectors a step, each into its own pair of accumulators: add(i, k, &a, &b) adds
+// the vector of items at i into accumulator pair k (0-3). Returns a checksum so that nothing is optimized away.
+template <class D, class Add>
+double TwoSums(D d, size_t count, size_t reps, const Add& add) {
   const size_t N = hn::Lanes(d);
-  const auto one = AccOne(d);
-  constexpr bool kHalfOnAdd = std::is_same_v<T, float>;
-  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, q0 = a0, q1 = a0, q2 = a0, q3 = a0;
-  auto square = [&](hn::Vec<decltype(d)> v, hn::Vec<decltype(d)> q)
-                    HWY_ATTR { return NNOPS_ACC_ON_FMA ? hn::MulAdd(v, v, q) : hn::Add(q, hn::Mul(v, v)); };
-  for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 4 * N <= n; i += 4 * N) {
-      const auto v0 = Widen(d, x + i), v1 = Widen(d, x + i + N), v2 = Widen(d, x + i + 2 * N),
-                 v3 = Widen(d, x + i + 3 * N);
-      if constexpr (kStats) {
-        a0 = kHalfOnAdd ? hn::Add(a0, v0) : AccAdd(a0, v0, one);
-        a1 = kHalfOnAdd ? hn::Add(a1, v1) : AccAdd(a1, v1, one);
-        a2 = AccAdd(a2, v2, one), a3 = AccAdd(a3, v3, one);
-        q0 = square(v0, q0), q1 = square(v1, q1), q2 = square(v2, q2), q3 = square(v3, q3);
-      } else {
-        a0 = hn::Xor(a0, v0), a1 = hn::Xor(a1, v1), a2 = hn::Xor(a2, v2), a3 = hn::Xor(a3, v3);
-      }
-    }
-  }
-  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)));
-  return hn::GetLane(hn::SumOfLanes(d, s));
-}
-
-// GroupNormBackward's first pass without memory: dy and x widened (the first and the second half of x[0, n)), and the
-// sums of dy and of dy * (x - mean), as its kernel does them: Sub, Mul, and both accumulations through AccAdd (on
-// x86 with FMA, fma(t, 1, acc) on the FMA pipes). An element is a pair.
-template <typename T>
-double BackwardLoop(const T* x, size_t n, size_t reps) {
-  const hn::ScalableTag<double> d;
-  const size_t N = hn::Lanes(d);
-  const T* dy = x;
-  const T* xs = x + n / 2;
-  const auto mean = hn::Set(d, 1.25);
-  const auto one = AccOne(d);
-  auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, q0 = a0, q1 = a0, q2 = a0, q3 = a0;
-  auto add = [&](size_t i, hn::Vec<decltype(d)>& a, hn::Vec<decltype(d)>& q) HWY_ATTR {
-    const auto g = Widen(d, dy + i);
-    a = AccAdd(a, g, one);
-    q = AccAdd(q, hn::Mul(g, hn::Sub(Widen(d, xs + i), mean)), one);
-  };
-  for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 4 * N <= n / 2; i += 4 * N) {
-      add(i, a0, q0), add(i + N, a1, q1), add(i + 2 * N, a2, q2), add(i + 3 * N, a3, q3);
-    }
-  }
-  const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(q0, q1), hn::Add(q2, q3)));
-  return hn::GetLane(hn::SumOfLanes(d, s));
-}
-
-// GroupNormBackward's second pass without memory, float32: dx = (k1 * dy - k2) - k3 * (x - mean) from the two halves
-// of x into out (its kernel's Dx: Mul, AccSub, Sub, Mul, Sub). An element is a pair.
-double BackwardDx(const float* x, size_t n, size_t reps, float* out) {
-  const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
-  const float* dy = x;
-  const float* xs = x + n / 2;
-  const auto one = AccOne(df);
-  const auto mh = hn::Set(df, 1.25f), k1 = hn::Set(df, 0.5f), k2 = hn::Set(df, 0.25f), k3 = hn::Set(df, 0.125f);
-  for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 2 * N <= n / 2; i += 2 * N) {
-      const auto d0 =
-          hn::Sub(AccSub(hn::Mul(k1, hn::LoadU(df, dy + i)), k2, one), hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i), mh)));
-      const auto d1 = hn::Sub(AccSub(hn::Mul(k1, hn::LoadU(df, dy + i + N)), k2, one),
-                              hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i + N), mh)));
-      hn::StoreU(d0, df, out + i);
-      hn::StoreU(d1, df, out + i + N);
-    }
-  }
-  return static_cast<double>(out[0]) + static_cast<double>(out[n / 2 - 1]);
-}
-
-// GroupNormalizationGrad's first pass without memory, float32 (its float64 path): dy, gamma and x widened (the first
-// three of the row's quarters), p = dy * gamma, the sums of p (through AccAdd) and of fma(p, x - mean, acc).
-// An element is a triple.
-double GradSums(const float* x, size_t n, size_t reps) {
-  const hn::ScalableTag<double> d;
-  const size_t N = hn::Lanes(d);
-  const size_t m = n / 4;
-  const float* dy = x;
-  const float* gamma = x + m;
-  const float* xs = x + 2 * m;
-  const auto mean = hn::Set(d, 1.25);
-  const auto one = AccOne(d);
   auto a0 = hn::Zero(d), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  auto add = [&](size_t i, hn::Vec<decltype(d)>& a, hn::Vec<decltype(d)>& b) HWY_ATTR {
-    const auto p = hn::Mul(Widen(d, dy + i), Widen(d, gamma + i));
-    b = hn::MulAdd(p, hn::Sub(Widen(d, xs + i), mean), b);
-    a = AccAdd(a, p, one);
-  };
   for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 4 * N <= m; i += 4 * N) {
-      add(i, a0, b0), add(i + N, a1, b1), add(i + 2 * N, a2, b2), add(i + 3 * N, a3, b3);
+    for (size_t i = 0; i + 4 * N <= count; i += 4 * N) {
+      add(i, 0, &a0, &b0), add(i + N, 1, &a1, &b1), add(i + 2 * N, 2, &a2, &b2), add(i + 3 * N, 3, &a3, &b3);
     }
   }
   const auto s = hn::Add(hn::Add(hn::Add(a0, a1), hn::Add(a2, a3)), hn::Add(hn::Add(b0, b1), hn::Add(b2, b3)));
   return hn::GetLane(hn::SumOfLanes(d, s));
 }
 
+// `reps` passes writing f(i), one float32 vector, to out at every vector of `count` items, two vectors a step.
+template <class DF, class F>
+double MapLoop(DF df, size_t count, size_t reps, float* out, const F& f) {
+  const size_t N = hn::Lanes(df);
+  for (size_t r = 0; r < reps; ++r) {
+    for (size_t i = 0; i + 2 * N <= count; i += 2 * N) {
+      const auto v0 = f(i), v1 = f(i + N);
+      hn::StoreU(v0, df, out + i);
+      hn::StoreU(v1, df, out + i + N);
+    }
+  }
+  return static_cast<double>(out[0]) + static_cast<double>(out[count - 1]);
+}
+
+// x[0, n) widened: kStats, the two sums of GroupNorm's statistics on the pipes its kernel puts them (kStatPipes,
+// src/ops/norm/group_norm/group_norm_cpu.cc): for float32 half of the first sum's accumulators on the add pipes and the
+// rest through AccAdd, for the half types all through AccAdd; the second as fma(x, x, acc) where the target has FMA
+// (SquareTerms), else x * x added. Else the widened vectors are only xor'ed together (one cheap bitwise operation
+// each) so that the widening is all that is measured.
+template <bool kStats, typename T>
+double Loop(const T* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const auto one = AccOne(d);
+  return TwoSums(d, n, reps, [&](size_t i, int k, auto* a, auto* q) HWY_ATTR {
+    const auto v = Widen(d, x + i);
+    if constexpr (kStats) {
+      *a = std::is_same_v<T, float> && k < 2 ? hn::Add(*a, v) : AccAdd(*a, v, one);
+      *q = NNOPS_ACC_ON_FMA ? hn::MulAdd(v, v, *q) : hn::Add(*q, hn::Mul(v, v));
+    } else {
+      *a = hn::Xor(*a, v);
+    }
+  });
+}
+
+// GroupNormBackward's first pass without memory: dy and x widened (the first and the second half of x[0, n)), and the
+// sums of dy and of dy * (x - mean), as its kernel does them: Sub, Mul, and both accumulations through AccAdd (on
+// x86 with FMA, fma(t, 1, acc) on the FMA pipes). An item is a pair.
+template <typename T>
+double BackwardLoop(const T* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const T* dy = x;
+  const T* xs = x + n / 2;
+  const auto mean = hn::Set(d, 1.25), one = AccOne(d);
+  return TwoSums(d, n / 2, reps, [&](size_t i, int, auto* a, auto* q) HWY_ATTR {
+    const auto g = Widen(d, dy + i);
+    *a = AccAdd(*a, g, one);
+    *q = AccAdd(*q, hn::Mul(g, hn::Sub(Widen(d, xs + i), mean)), one);
+  });
+}
+
+// GroupNormBackward's second pass without memory, float32: dx = (k1 * dy - k2) - k3 * (x - mean) from the two halves
+// of x into out (its kernel's Dx: Mul, AccSub, Sub, Mul, Sub). An item is a pair.
+double BackwardDx(const float* x, size_t n, size_t reps, float* out) {
+  const hn::ScalableTag<float> df;
+  const float* dy = x;
+  const float* xs = x + n / 2;
+  const auto one = AccOne(df);
+  const auto mh = hn::Set(df, 1.25f), k1 = hn::Set(df, 0.5f), k2 = hn::Set(df, 0.25f), k3 = hn::Set(df, 0.125f);
+  return MapLoop(df, n / 2, reps, out, [&](size_t i) HWY_ATTR {
+    return hn::Sub(AccSub(hn::Mul(k1, hn::LoadU(df, dy + i)), k2, one),
+                   hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i), mh)));
+  });
+}
+
+// GroupNormalizationGrad's first pass without memory, float32 (its float64 path): dy, gamma and x widened (the first
+// three of the row's quarters), p = dy * gamma, the sums of p (through AccAdd) and of fma(p, x - mean, acc). An item
+// is a triple.
+double GradSums(const float* x, size_t n, size_t reps) {
+  const hn::ScalableTag<double> d;
+  const size_t m = n / 4;
+  const float* dy = x;
+  const float* gamma = x + m;
+  const float* xs = x + 2 * m;
+  const auto mean = hn::Set(d, 1.25), one = AccOne(d);
+  return TwoSums(d, m, reps, [&](size_t i, int, auto* a, auto* b) HWY_ATTR {
+    const auto p = hn::Mul(Widen(d, dy + i), Widen(d, gamma + i));
+    *b = hn::MulAdd(p, hn::Sub(Widen(d, xs + i), mean), *b);
+    *a = AccAdd(*a, p, one);
+  });
+}
+
 // GroupNormalizationGrad's second pass without memory, float32: dx = gamma * (k1 * (mean - x) + (rstd * dy - k0)) from
-// the row's first three quarters (dy, gamma, x) into out (its kernel's GnGradFn: Sub, MulSub, MulAdd, Mul). An
-// element is a triple.
+// the row's first three quarters (dy, gamma, x) into out (its kernel's GnGradFn: Sub, MulSub, MulAdd, Mul). An item
+// is a triple.
 double GradDx(const float* x, size_t n, size_t reps, float* out) {
   const hn::ScalableTag<float> df;
-  const size_t N = hn::Lanes(df);
   const size_t m = n / 4;
   const float* dy = x;
   const float* gamma = x + m;
   const float* xs = x + 2 * m;
   const auto mean = hn::Set(df, 1.25f), rstd = hn::Set(df, 0.5f), k0 = hn::Set(df, 0.25f), k1 = hn::Set(df, 0.125f);
-  auto dx = [&](size_t i) HWY_ATTR {
+  return MapLoop(df, m, reps, out, [&](size_t i) HWY_ATTR {
     return hn::Mul(hn::LoadU(df, gamma + i),
                    hn::MulAdd(k1, hn::Sub(mean, hn::LoadU(df, xs + i)), hn::MulSub(rstd, hn::LoadU(df, dy + i), k0)));
-  };
-  for (size_t r = 0; r < reps; ++r) {
-    for (size_t i = 0; i + 2 * N <= m; i += 2 * N) {
-      const auto d0 = dx(i), d1 = dx(i + N);
-      hn::StoreU(d0, df, out + i);
-      hn::StoreU(d1, df, out + i + N);
-    }
-  }
-  return static_cast<double>(out[0]) + static_cast<double>(out[m - 1]);
+  });
 }
 
 // float64 -> float32, as PowerSign's float32 path narrows var and m: 4 vectors of f's first elements, widened once (the
