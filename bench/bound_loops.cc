@@ -18,6 +18,7 @@
 #include "hwy/foreach_target.h"  // IWYU pragma: keep
 #include "hwy/highway.h"
 #include "src/core/fp_pipes-inl.h"
+#include "src/core/simd_convert-inl.h"
 
 HWY_BEFORE_NAMESPACE();
 namespace nnops_bench {
@@ -27,24 +28,15 @@ namespace hn = hwy::HWY_NAMESPACE;
 using nnops::HWY_NAMESPACE::AccAdd;
 using nnops::HWY_NAMESPACE::AccOne;
 using nnops::HWY_NAMESPACE::AccSub;
+using nnops::HWY_NAMESPACE::LoadF32;
 
 #if HWY_HAVE_FLOAT64
 
-// One float64 vector of the elements at p: the element type's widening (float16 and bfloat16 through float32, as the
-// kernels do it).
-template <class D>
-HWY_INLINE hn::Vec<D> Widen(D d, const float* p) {
-  return hn::PromoteTo(d, hn::LoadU(hn::Rebind<float, D>(), p));
-}
-template <class D>
-HWY_INLINE hn::Vec<D> Widen(D d, const hwy::float16_t* p) {
-  const hn::Rebind<float, D> df;
-  return hn::PromoteTo(d, hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::float16_t, D>(), p)));
-}
-template <class D>
-HWY_INLINE hn::Vec<D> Widen(D d, const hwy::bfloat16_t* p) {
-  const hn::Rebind<float, D> df;
-  return hn::PromoteTo(d, hn::PromoteTo(df, hn::LoadU(hn::Rebind<hwy::bfloat16_t, D>(), p)));
+// One float64 vector of the elements at p, widened as the kernels' canonical sums do it (LoadF32: float16 and bfloat16
+// through float32, src/core/simd_convert-inl.h; on AVX2 their bfloat16 pairs take LoadF32Pair instead).
+template <class D, typename T>
+HWY_INLINE hn::Vec<D> Widen(D d, const T* p) {
+  return hn::PromoteTo(d, LoadF32(hn::Rebind<float, D>(), p));
 }
 
 // `reps` passes over `count` items, 4 vectors a step, each into its own pair of accumulators: add(i, k, &a, &b) adds
