@@ -88,42 +88,41 @@ double Loop(const T* x, size_t n, size_t reps) {
   });
 }
 
-// GroupNormBackward's first pass without memory: dy and x widened (the first and the second half of x[0, n)), and the
+// GroupNormBackward's first pass without memory over `m` pairs: dy = x[0, m) and x[m, 2 m) widened, and the
 // sums of dy and of dy * (x - mean), as its kernel does them: Sub, Mul, and both accumulations through AccAdd (on
 // x86 with FMA, fma(t, 1, acc) on the FMA pipes). An item is a pair.
 template <typename T>
-double BackwardLoop(const T* x, size_t n, size_t reps) {
+double BackwardLoop(const T* x, size_t m, size_t reps) {
   const hn::ScalableTag<double> d;
   const T* dy = x;
-  const T* xs = x + n / 2;
+  const T* xs = x + m;
   const auto mean = hn::Set(d, 1.25), one = AccOne(d);
-  return TwoSums(d, n / 2, reps, [&](size_t i, int, auto* a, auto* q) HWY_ATTR {
+  return TwoSums(d, m, reps, [&](size_t i, int, auto* a, auto* q) HWY_ATTR {
     const auto g = Widen(d, dy + i);
     *a = AccAdd(*a, g, one);
     *q = AccAdd(*q, hn::Mul(g, hn::Sub(Widen(d, xs + i), mean)), one);
   });
 }
 
-// GroupNormBackward's second pass without memory, float32: dx = (k1 * dy - k2) - k3 * (x - mean) from the two halves
-// of x into out (its kernel's Dx: Mul, AccSub, Sub, Mul, Sub). An item is a pair.
-double BackwardDx(const float* x, size_t n, size_t reps, float* out) {
+// GroupNormBackward's second pass without memory, float32, over `m` pairs: dx = (k1 * dy - k2) - k3 * (x - mean) from
+// dy = x[0, m) and x[m, 2 m) into out (its kernel's Dx: Mul, AccSub, Sub, Mul, Sub).
+double BackwardDx(const float* x, size_t m, size_t reps, float* out) {
   const hn::ScalableTag<float> df;
   const float* dy = x;
-  const float* xs = x + n / 2;
+  const float* xs = x + m;
   const auto one = AccOne(df);
   const auto mh = hn::Set(df, 1.25f), k1 = hn::Set(df, 0.5f), k2 = hn::Set(df, 0.25f), k3 = hn::Set(df, 0.125f);
-  return MapLoop(df, n / 2, reps, out, [&](size_t i) HWY_ATTR {
+  return MapLoop(df, m, reps, out, [&](size_t i) HWY_ATTR {
     return hn::Sub(AccSub(hn::Mul(k1, hn::LoadU(df, dy + i)), k2, one),
                    hn::Mul(k3, hn::Sub(hn::LoadU(df, xs + i), mh)));
   });
 }
 
-// GroupNormalizationGrad's first pass without memory, float32 (its float64 path): dy, gamma and x widened (the first
-// three of the row's quarters), p = dy * gamma, the sums of p (through AccAdd) and of fma(p, x - mean, acc). An item
-// is a triple.
-double GradSums(const float* x, size_t n, size_t reps) {
+// GroupNormalizationGrad's first pass without memory, float32 (its float64 path), over `m` triples: dy = x[0, m),
+// gamma = x[m, 2 m) and x[2 m, 3 m) widened, p = dy * gamma, the sums of p (through AccAdd) and of
+// fma(p, x - mean, acc).
+double GradSums(const float* x, size_t m, size_t reps) {
   const hn::ScalableTag<double> d;
-  const size_t m = n / 4;
   const float* dy = x;
   const float* gamma = x + m;
   const float* xs = x + 2 * m;
@@ -135,12 +134,10 @@ double GradSums(const float* x, size_t n, size_t reps) {
   });
 }
 
-// GroupNormalizationGrad's second pass without memory, float32: dx = gamma * (k1 * (mean - x) + (rstd * dy - k0)) from
-// the row's first three quarters (dy, gamma, x) into out (its kernel's GnGradFn: Sub, MulSub, MulAdd, Mul). An item
-// is a triple.
-double GradDx(const float* x, size_t n, size_t reps, float* out) {
+// GroupNormalizationGrad's second pass without memory, float32, over `m` triples laid out as GradSums reads them:
+// dx = gamma * (k1 * (mean - x) + (rstd * dy - k0)) into out (its kernel's GnGradFn: Sub, MulSub, MulAdd, Mul).
+double GradDx(const float* x, size_t m, size_t reps, float* out) {
   const hn::ScalableTag<float> df;
-  const size_t m = n / 4;
   const float* dy = x;
   const float* gamma = x + m;
   const float* xs = x + 2 * m;
@@ -186,6 +183,7 @@ double RunLoop(BoundLoop loop, void* x, size_t n, size_t reps) {
   float* out = static_cast<float*>(x) + n + 512;
   const auto* f16 = static_cast<const hwy::float16_t*>(x);
   const auto* bf16 = static_cast<const hwy::bfloat16_t*>(x);
+  const size_t items = bound_loop_items(loop, n);  // the pairs' and triples' arrays lie one after the other in x
   switch (loop) {
     case BoundLoop::kWidenF32:
       return Loop<false>(f32, n, reps);
@@ -202,17 +200,17 @@ double RunLoop(BoundLoop loop, void* x, size_t n, size_t reps) {
     case BoundLoop::kNarrowF32:
       return NarrowF32(f32, n, reps);
     case BoundLoop::kBackwardF32:
-      return BackwardLoop(f32, n, reps);
+      return BackwardLoop(f32, items, reps);
     case BoundLoop::kBackwardF16:
-      return BackwardLoop(f16, n, reps);
+      return BackwardLoop(f16, items, reps);
     case BoundLoop::kBackwardBF16:
-      return BackwardLoop(bf16, n, reps);
+      return BackwardLoop(bf16, items, reps);
     case BoundLoop::kBackwardDxF32:
-      return BackwardDx(f32, n, reps, out);
+      return BackwardDx(f32, items, reps, out);
     case BoundLoop::kGradSumsF32:
-      return GradSums(f32, n, reps);
+      return GradSums(f32, items, reps);
     case BoundLoop::kGradDxF32:
-      return GradDx(f32, n, reps, out);
+      return GradDx(f32, items, reps, out);
   }
   return 0;
 #else
