@@ -151,6 +151,29 @@ SideRow<T, F, In...> MakeSideRow(T* out, size_t n, bool stream, size_t burst, co
   return SideRow<T, F, In...>(out, n, stream, burst, f, in...);
 }
 
+// Columns [c, e) of a channels-last output row where whole vectors do not fit (a streamed row's head before its
+// first line, the row's tail): vectors of fewer lanes through the target's masked moves where it has them
+// (kTailMoves), g(k, r) giving the float32 results of the r columns from k, which it must read in full before they
+// are stored (dx may be dy); elsewhere column by column, column(k) (a buffer per array would cost more than the
+// arithmetic of a few columns there). Returns e. Column by column had cost each element of a half type an out-of-line
+// rounding (AMD Zen 4, one thread, the bench's malloc layout, us a call, three rounds): [2, 40, 64, 64] channels-last
+// (rows of 2 vectors and a tail of 8) GroupNorm float16 434-549 -> 85-134, bfloat16 456-568 -> 146-234, float32 142-196
+// -> 101-132; GroupNormBackward float16 640-739 -> 141-240, bfloat16 632-740 -> 208-345.
+template <typename T, class G, class Column>
+HWY_INLINE size_t PartialColumns(T* out, size_t c, size_t e, const G& g, const Column& column) {
+  if constexpr (kTailMoves<T> != TailMoves::kBuffer) {
+    const hn::ScalableTag<float> df;
+    const size_t N = hn::Lanes(df);
+    for (; c < e; c += std::min(N, e - c)) {
+      const size_t r = std::min(N, e - c);
+      StoreF32N(df, g(c, r), out + c, r);
+    }
+  } else {
+    for (; c < e; ++c) column(c);
+  }
+  return e;
+}
+
 // Channels-last output rows of bfloat16 (a unit's `cols` channels of rows `stride` apart, from out_row0) run as
 // Bf16PairMapAt's pairs from their stream head when every row's head is the same column: the unit's per-column
 // constants are then put in Bf16PairLayout's order from that column, which this returns; else kNoPairs (other types,

@@ -103,11 +103,14 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
   (void)pairs_from;  // bfloat16 only
   const hn::ScalableTag<float> df;
   const auto one = AccOne(df);
-  // One column with the vectors' float32 operations (a tail buffer per array would cost more than the row's
-  // arithmetic on chunks of a few dozen channels).
+  // The head and tail (PartialColumns): r columns from k as vectors, or one column with the vectors' float32
+  // operations.
+  auto partial = [&](size_t k, size_t r) HWY_ATTR {
+    return Normalize(df, LoadF32N(df, x + k, r), LoadF32N(df, mh + k, r), LoadF32N(df, a + k, r),
+                     LoadF32N(df, b + k, r), one);
+  };
   auto column = [&](size_t c) { FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c); };
-  size_t c = 0;
-  for (const size_t head = StreamHead(out, cols, stream); c < head; ++c) column(c);
+  size_t c = PartialColumns(out, 0, StreamHead(out, cols, stream), partial, column);
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     if (c == pairs_from) {
@@ -125,7 +128,7 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
     if (prefetch) PrefetchStream(x + k, hn::Lanes(df) * sizeof(T));
     return Normalize(df, LoadF32(df, x + k), hn::LoadU(df, mh + k), hn::LoadU(df, a + k), hn::LoadU(df, b + k), one);
   });
-  for (; c < cols; ++c) column(c);
+  PartialColumns(out, c, cols, partial, column);
 }
 
 // A group's sum from its channels' sums, channels in order.

@@ -114,8 +114,13 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
                const float* k2, const float* k3, bool stream, bool prefetch, size_t pairs_from) {
   (void)pairs_from;  // bfloat16 only
   const hn::ScalableTag<float> df;
-  // One column with the vectors' float32 operations (dx may be dy: read, then write).
+  // The head and tail (PartialColumns): r columns from k as vectors, or one column with the vectors' float32
+  // operations (dx may be dy: read, then write).
   const auto one = AccOne(df);
+  auto partial = [&](size_t k, size_t r) HWY_ATTR {
+    return Dx(LoadF32N(df, dy + k, r), LoadF32N(df, x + k, r), LoadF32N(df, mh + k, r), LoadF32N(df, k1 + k, r),
+              LoadF32N(df, k2 + k, r), LoadF32N(df, k3 + k, r), one);
+  };
   auto column = [&](size_t c) {
     const float d = static_cast<float>(ToDouble(x + c)) - mh[c];
     FromFloat((k1[c] * static_cast<float>(ToDouble(dy + c)) - k2[c]) - k3[c] * d, dx + c);
@@ -128,8 +133,7 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
     return Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, k1 + c),
               hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c), one);
   };
-  size_t c = 0;
-  for (const size_t head = StreamHead(dx, cols, stream); c < head; ++c) column(c);
+  size_t c = PartialColumns(dx, 0, StreamHead(dx, cols, stream), partial, column);
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     if (c == pairs_from) {
@@ -148,7 +152,7 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
   }
 #endif
   c = F32Map(df, dx, c, cols, stream, vec);  // reads each vector before writing it, as in-place dx needs
-  for (; c < cols; ++c) column(c);
+  PartialColumns(dx, c, cols, partial, column);
 }
 
 // A row-major group's pass 1 (the (n, c) sums; CanonRowSums' side work of row c from side_of(c), see
