@@ -174,6 +174,61 @@ HWY_INLINE size_t PartialColumns(T* out, size_t c, size_t e, const G& g, const C
   return e;
 }
 
+// NB: streamed channels-last rows joined across their ends. A unit of whole rows (row stride = cols) whose rows all
+// start `head` columns before a line (the output not on a line, e.g. 16 bytes into its page as malloc places it, with
+// rows of whole lines) has a line at each row's end that holds the row's last L - head columns (L = a line's
+// elements) and the next row's first head. Written as each row's tail and the next row's head, that line took two
+// ordinary stores beside the streamed ones, and they cost more than the rest of the row: GroupNorm float16
+// [8, 320, 64, 64] channels-last, one thread (AMD Zen 4), 7.2-7.9 ms a call at 16 bytes into the page against
+// 2.3-2.6 on a line, and 2.6 with those stores left out. So the rows are joined: each row but the last stops at
+// its last whole line, and the line after it is computed as one, from the row's columns cols - (L - head) on
+// (contiguous with the next row's first columns, in the inputs as in the output), with the constants of those
+// columns gathered once per unit (JoinConsts), and streamed whole; only the unit's first head and last tail take
+// ordinary stores. The same operations on the same elements, so the same bits.
+//
+// The head every row of such a unit shares, where its rows are joined; 0 where they are not (not streamed, not
+// whole rows, rows that are not whole lines, rows on a line, or vectors that do not divide a line).
+template <typename T>
+HWY_INLINE size_t JoinHead(const T* out_row0, size_t cols, size_t stride, bool stream) {
+  constexpr size_t kL = kStreamAlign / sizeof(T);
+  const size_t N = hn::Lanes(hn::ScalableTag<float>());
+  if (!stream || cols != stride || cols % kL != 0 || kL % N != 0) return 0;
+  return StreamHead(out_row0, cols, true);
+}
+
+// The constants of a joining line's L columns from a per-column array k of `cols` floats (see JoinHead): the row's
+// last L - head, then the first head.
+template <typename T>
+HWY_INLINE void JoinConsts(size_t head, size_t cols, const float* HWY_RESTRICT k, float* HWY_RESTRICT line) {
+  constexpr size_t kL = kStreamAlign / sizeof(T);
+  const size_t tail = kL - head;
+  for (size_t j = 0; j < kL; ++j) line[j] = j < tail ? k[cols - tail + j] : k[j - tail];
+}
+
+// Rows [r0, r1) of a unit of `rows` rows of `cols` columns, joined where `head` (JoinHead) is not 0: row(r, from, to)
+// writes columns [from, to) of row r, which start at its first line (from = head) but in row 0; line(r, c) the line
+// from column c of row r on, into row r + 1. Not joined: row(r, 0, cols).
+template <typename T, class Row, class Line>
+HWY_INLINE void JoinedRows(size_t r0, size_t r1, size_t rows, size_t cols, size_t head, const Row& row,
+                           const Line& line) {
+  const size_t tail = head == 0 ? 0 : kStreamAlign / sizeof(T) - head;
+  for (size_t r = r0; r < r1; ++r) {
+    if (head == 0 || r + 1 == rows) {
+      row(r, r == 0 ? 0 : head, cols);
+    } else {
+      row(r, r == 0 ? 0 : head, cols - tail);
+      line(r, cols - tail);
+    }
+  }
+}
+
+// A joining line (JoinedRows), streamed: out[k] = g(k) for its L elements, a float32 vector from each k.
+template <typename T, class G>
+HWY_INLINE void StreamLine(T* HWY_RESTRICT out, const G& g) {
+  const hn::ScalableTag<float> df;
+  for (size_t k = 0; k < kStreamAlign / sizeof(T); k += hn::Lanes(df)) StreamF32(df, g(k), out + k);
+}
+
 // Channels-last output rows of bfloat16 (a unit's `cols` channels of rows `stride` apart, from out_row0) run as
 // Bf16PairMapAt's pairs from their stream head when every row's head is the same column: the unit's per-column
 // constants are then put in Bf16PairLayout's order from that column, which this returns; else kNoPairs (other types,

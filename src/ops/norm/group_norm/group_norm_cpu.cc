@@ -94,12 +94,13 @@ struct NormalizeFn {
   }
 };
 
-// One row of a channels-last chunk: `cols` channels, each with its constants in the three arrays. `stream`:
-// non-temporal stores after a peel to their alignment (the chunk is whole rows, so the stores cover whole lines).
-// `pairs_from` (ColumnPairsFrom): bfloat16 pairs from that column, the constants in their order there.
+// Columns [from, cols) of a row of a channels-last chunk (those before `from` are written: JoinedRows), each with its
+// constants in the three arrays. `stream`: non-temporal stores after a peel to their alignment (the chunk is whole
+// rows, so the stores cover whole lines). `pairs_from` (ColumnPairsFrom): bfloat16 pairs from that column, the
+// constants in their order there.
 template <typename T>
-void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols, const float* mh, const float* a,
-                      const float* b, bool stream, bool prefetch, size_t pairs_from) {
+void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t from, size_t cols, const float* mh,
+                      const float* a, const float* b, bool stream, bool prefetch, size_t pairs_from) {
   (void)pairs_from;  // bfloat16 only
   const hn::ScalableTag<float> df;
   const auto one = AccOne(df);
@@ -110,7 +111,7 @@ void NormalizeColumns(const T* HWY_RESTRICT x, T* HWY_RESTRICT out, size_t cols,
                      LoadF32N(df, b + k, r), one);
   };
   auto column = [&](size_t c) { FromFloat((static_cast<float>(ToDouble(x + c)) - mh[c]) * a[c] + b[c], out + c); };
-  size_t c = PartialColumns(out, 0, StreamHead(out, cols, stream), partial, column);
+  size_t c = PartialColumns(out, from, std::max(from, StreamHead(out, cols, stream)), partial, column);
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     if (c == pairs_from) {
@@ -276,10 +277,15 @@ void GroupsNCHW(const Args& a, int64_t q0, int64_t q1, const double* gamma, cons
 using gn::Chunk;
 
 // The float32 constants of a unit's columns (mean_hi, a, b; see ChannelConsts), `cmax` floats each, and where its
-// rows' bfloat16 pairs start (ColumnPairsFrom: the constants are in their order from there).
+// rows' bfloat16 pairs start (ColumnPairsFrom: the constants are in their order from there); where its rows are
+// joined (JoinHead, else 0), the head they share and the constants of a joining line (JoinConsts: mean_hi, a, b,
+// kJoinMax floats each).
+constexpr size_t kJoinMax = kStreamAlign / 2;
 struct ColumnConsts {
   float *mh, *a, *b;
   size_t* pairs_from;
+  size_t* join;
+  float* line;
 };
 
 // A unit's output rows: `stream` when the plan streams and the unit is whole rows.
@@ -375,6 +381,12 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
     kc.a[c] = k.a;
     kc.b[c] = k.b;
   }
+  *kc.join = JoinHead(UnitOut<T>(a, ch), cols, stride, UnitStreams(a, p, ch));
+  if (*kc.join != 0) {  // before ColumnPairsLayout reorders the constants
+    JoinConsts<T>(*kc.join, cols, kc.mh, kc.line);
+    JoinConsts<T>(*kc.join, cols, kc.a, kc.line + kJoinMax);
+    JoinConsts<T>(*kc.join, cols, kc.b, kc.line + 2 * kJoinMax);
+  }
   *kc.pairs_from = ColumnPairsFrom(UnitOut<T>(a, ch), cols, stride, UnitStreams(a, p, ch));
   ColumnPairsLayout(*kc.pairs_from, cols, kc.mh, kc.a, kc.b);
 }
@@ -388,9 +400,20 @@ void ChunkNHWCRows(const Args& a, const Plan& p, const Chunk& ch, const ColumnCo
   const bool stream = UnitStreams(a, p, ch);
   // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
   const bool prefetch = p.prefetch && ch.cols == stride;
-  for (size_t r = r0; r < r1; ++r) {
-    NormalizeColumns(x + r * stride, out + r * stride, ch.cols, kc.mh, kc.a, kc.b, stream, prefetch, *kc.pairs_from);
-  }
+  auto row = [&](size_t r, size_t from, size_t to) {
+    NormalizeColumns(x + r * stride, out + r * stride, from, to, kc.mh, kc.a, kc.b, stream, prefetch, *kc.pairs_from);
+  };
+  auto line = [&](size_t r, size_t c) {
+    const hn::ScalableTag<float> df;
+    const auto one = AccOne(df);
+    const T* xl = x + r * stride + c;
+    const float* k = kc.line;
+    StreamLine(out + r * stride + c, [&](size_t j) HWY_ATTR {
+      return Normalize(df, LoadF32(df, xl + j), hn::LoadU(df, k + j), hn::LoadU(df, k + kJoinMax + j),
+                       hn::LoadU(df, k + 2 * kJoinMax + j), one);
+    });
+  };
+  JoinedRows<T>(r0, r1, static_cast<size_t>(a.hw), ch.cols, *kc.join, row, line);
 }
 
 // A thread's channels-last units [u0, u1), pipelined or not (PipelineChunks, src/core/row_map-inl.h).
@@ -401,9 +424,10 @@ void ChunksNHWC(const Args& a, const Plan& p, int64_t u0, int64_t u1, const doub
   // The constants' two sets after the accumulators and the per-column doubles (gn::scratch_bytes).
   float* f = reinterpret_cast<float*>(scratch + gn::acc_bytes(cmax) + gn::round64(4 * cmax * 8));
   const size_t fc = gn::round64(cmax * 4) / 4;
-  size_t pairs_from[2] = {kNoPairs, kNoPairs};
-  const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc, &pairs_from[0]},
-                              {f + 3 * fc, f + 4 * fc, f + 5 * fc, &pairs_from[1]}};
+  size_t pairs_from[2] = {kNoPairs, kNoPairs}, join[2] = {0, 0};
+  alignas(64) float line[2][3 * kJoinMax];
+  const ColumnConsts kc[2] = {{f, f + fc, f + 2 * fc, &pairs_from[0], &join[0], line[0]},
+                              {f + 3 * fc, f + 4 * fc, f + 5 * fc, &pairs_from[1], &join[1], line[1]}};
   auto unit_stats = [&](int64_t u, int k, auto&& side) HWY_ATTR {
     ChunkNHWCStats<T>(a, p, gn::chunk_of(a, p.chunk_groups, u), gamma, beta, stats, scratch, kc[k], side);
   };

@@ -110,8 +110,9 @@ struct DxFn {
 // whole rows, so the stores cover whole lines).
 // `pairs_from` (ColumnPairsFrom): bfloat16 pairs from that column, the constants in their order there.
 template <typename T>
-void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const float* mh, const float* k1,
-               const float* k2, const float* k3, bool stream, bool prefetch, size_t pairs_from) {
+HWY_INLINE void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t from, size_t cols, const float* mh,
+                          const float* k1, const float* k2, const float* k3, bool stream, bool prefetch,
+                          size_t pairs_from) {
   (void)pairs_from;  // bfloat16 only
   const hn::ScalableTag<float> df;
   // The head and tail (PartialColumns): r columns from k as vectors, or one column with the vectors' float32
@@ -133,7 +134,7 @@ void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t cols, const f
     return Dx(LoadF32(df, dy + c), LoadF32(df, x + c), hn::LoadU(df, mh + c), hn::LoadU(df, k1 + c),
               hn::LoadU(df, k2 + c), hn::LoadU(df, k3 + c), one);
   };
-  size_t c = PartialColumns(dx, 0, StreamHead(dx, cols, stream), partial, column);
+  size_t c = PartialColumns(dx, from, std::max(from, StreamHead(dx, cols, stream)), partial, column);
 #if HWY_TARGET != HWY_SCALAR
   if constexpr (std::is_same_v<T, hwy::bfloat16_t>) {
     if (c == pairs_from) {
@@ -265,11 +266,31 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   const bool stream = p.stream_output && cols == stride;
   // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
   const bool prefetch = p.prefetch && cols == stride;
+  // Rows joined across their ends where they are streamed off their lines (JoinHead, src/core/row_map-inl.h): the
+  // constants of a joining line (mh, k1, k2, k3), gathered before ColumnPairsLayout reorders them.
+  constexpr size_t kJoinMax = kStreamAlign / 2;
+  alignas(64) float line[4 * kJoinMax];
+  const size_t join = JoinHead(dx, cols, stride, stream);
+  if (join != 0) {
+    for (int j = 0; j < 4; ++j)
+      JoinConsts<T>(join, cols, (j == 0 ? mh : j == 1 ? k1 : j == 2 ? k2 : k3), line + j * kJoinMax);
+  }
   const size_t pairs_from = ColumnPairsFrom(dx, cols, stride, stream);
   ColumnPairsLayout(pairs_from, cols, mh, k1, k2, k3);
-  for (size_t r = 0; r < rows; ++r) {
-    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, cols, mh, k1, k2, k3, stream, prefetch, pairs_from);
-  }
+  auto row = [&](size_t r, size_t from, size_t to) {
+    DxColumns(dy + r * stride, x + r * stride, dx + r * stride, from, to, mh, k1, k2, k3, stream, prefetch, pairs_from);
+  };
+  auto joining = [&](size_t r, size_t c) {
+    const hn::ScalableTag<float> df;
+    const auto one = AccOne(df);
+    const T* dyl = dy + r * stride + c;
+    const T* xl = x + r * stride + c;
+    StreamLine(dx + r * stride + c, [&](size_t j) HWY_ATTR {
+      return Dx(LoadF32(df, dyl + j), LoadF32(df, xl + j), hn::LoadU(df, line + j), hn::LoadU(df, line + kJoinMax + j),
+                hn::LoadU(df, line + 2 * kJoinMax + j), hn::LoadU(df, line + 3 * kJoinMax + j), one);
+    });
+  };
+  JoinedRows<T>(0, rows, rows, cols, join, row, joining);
 }
 
 template <typename T>
