@@ -111,7 +111,14 @@ struct Units {
   int64_t units = 0, chunk_groups = 1, cols = 0;
   bool stream = false, pipeline = false, prefetched_pipeline = false;
 };
-Units split_units(const Shape& s, const Context& ctx, int inputs);
+/// Not streamed either: row-major rows of at most kShortRowBytes that do not all start on a line (`out`, the output's
+/// address, off a line, or rows that are not whole lines). Their first and last lines take ordinary stores beside the
+/// streamed ones, and at that length they cost more than streaming saves (AMD Zen 4, one thread, float32: GroupNorm
+/// [8, 1280, 8, 8] with the output 16 bytes into its page 796 us streamed, 192 not, [128, 1280, 8, 8] 9.87 -> 4.40 ms;
+/// [8, 1280, 7, 7] on a line 430 -> 196 us, [128, 1280, 7, 7] 5.49 -> 3.63 ms; GroupNormBackward [8, 1280, 7, 7] 477 ->
+/// 268 us, [128, 1280, 7, 7] 9.73 -> 8.24 ms; docs/performance.md, "Zen 4, a fifth session").
+inline constexpr uint64_t kShortRowBytes = 256;
+Units split_units(const Shape& s, const Context& ctx, int inputs, const void* out);
 
 /// A channels-last unit u (shared with GroupNormBackward): sample n, groups [g0, g1), `cols` channels from c0, every
 /// HxW row.

@@ -87,7 +87,7 @@ Moments one_pass_moments(double k, double s1, double s2, double m) {
   return r;
 }
 
-Units split_units(const Shape& s, const Context& ctx, int inputs) {
+Units split_units(const Shape& s, const Context& ctx, int inputs, const void* out) {
   Units u;
   const int64_t n = s.n, c = s.c, groups = s.groups, cpg = s.cpg(), numel = s.numel();
   u.threads = numel < kMinParallelElements ? 1 : resolve_num_threads(ctx);
@@ -101,7 +101,11 @@ Units split_units(const Shape& s, const Context& ctx, int inputs) {
   }
   u.writers = static_cast<int>(std::min<int64_t>(u.threads, std::max<int64_t>(u.units, 1)));
   const uint64_t bytes = static_cast<uint64_t>(numel) * dtype_size(s.dtype);
-  u.stream = (s.layout == Layout::kNCHW || u.cols == c) && bytes >= detail::stream_output_min_bytes(u.writers);
+  const uint64_t row_bytes = static_cast<uint64_t>(s.hw) * dtype_size(s.dtype);
+  const bool short_rows_off_lines = s.layout == Layout::kNCHW && row_bytes <= kShortRowBytes &&
+                                    (row_bytes % 64 != 0 || reinterpret_cast<uintptr_t>(out) % 64 != 0);
+  u.stream = (s.layout == Layout::kNCHW || u.cols == c) && bytes >= detail::stream_output_min_bytes(u.writers) &&
+             !short_rows_off_lines;
   const uint64_t input_bytes = bytes * static_cast<uint64_t>(inputs);
   u.pipeline = u.stream && s.dtype == DType::kFloat32 && detail::overlap_passes(input_bytes);
   u.prefetched_pipeline = u.stream && s.dtype == DType::kFloat32 && s.layout == Layout::kNCHW &&
@@ -111,7 +115,7 @@ Units split_units(const Shape& s, const Context& ctx, int inputs) {
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const Units u = split_units(a, ctx, 1);
+  const Units u = split_units(a, ctx, 1, a.out);
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
   p.num_threads = u.writers;

@@ -384,6 +384,23 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
     a.n = 1, a.hw *= 2;
     EXPECT_EQ(gn::make_plan(a, Context{threads}).stream_output, threads == 1);
   }
+  // Row-major rows of at most gn::kShortRowBytes are streamed only when every row starts on a line: [16, 1280, 8, 8]
+  // float32 (rows of 256 bytes), above either threshold, with the output on a line or 16 bytes past one; rows of 49
+  // floats (196 bytes) on no line; rows one float longer than the limit streamed wherever they lie.
+  for (int threads : {1, 2}) {
+    gn::Args s;
+    s.n = 16, s.c = 1280, s.groups = 32, s.dtype = DType::kFloat32, s.hw = 64;
+    ASSERT_GE(static_cast<uint64_t>(s.numel() / 64 * 49) * 4, std::max(one, two));
+    alignas(64) static unsigned char line[128];
+    s.out = line;
+    EXPECT_TRUE(gn::make_plan(s, Context{threads}).stream_output);
+    s.out = line + 16;
+    EXPECT_FALSE(gn::make_plan(s, Context{threads}).stream_output);
+    s.out = line, s.hw = 49;
+    EXPECT_FALSE(gn::make_plan(s, Context{threads}).stream_output);
+    s.out = line + 16, s.hw = static_cast<int64_t>(gn::kShortRowBytes / 4) + 1;
+    EXPECT_TRUE(gn::make_plan(s, Context{threads}).stream_output);
+  }
   // One group is one unit, written by one thread whatever the Context says: its threshold is one thread's.
   gn::Args a;
   a.n = 1, a.c = 1, a.groups = 1, a.dtype = DType::kFloat32, a.hw = static_cast<int64_t>(one / 4);

@@ -11,7 +11,7 @@ namespace nnops::gn_bwd {
 
 Plan make_plan(const Args& a, const Context& ctx) {
   Plan p;
-  const gn::Units u = gn::split_units(a, ctx, 2);  // pass 1 reads x and dy
+  const gn::Units u = gn::split_units(a, ctx, 2, a.dx);  // pass 1 reads x and dy
   p.chunk_groups = u.chunk_groups;
   p.units = u.units;
   // The dgamma/dbeta reduction is split by channel, so C channels also feed the threads.
