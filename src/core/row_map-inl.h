@@ -198,9 +198,12 @@ HWY_INLINE size_t JoinHead(const T* out_row0, size_t cols, size_t stride, bool s
 
 // The constants of a joining line's L columns from a per-column array k of `cols` floats (see JoinHead): the row's
 // last L - head, then the first head.
+// The most elements a line holds (2-byte types), the length of a joining line's constant arrays.
+constexpr size_t kJoinMax = kStreamAlign / 2;
 template <typename T>
 HWY_INLINE void JoinConsts(size_t head, size_t cols, const float* HWY_RESTRICT k, float* HWY_RESTRICT line) {
   constexpr size_t kL = kStreamAlign / sizeof(T);
+  static_assert(kL <= kJoinMax, "a line of T is longer than the joining line's constant arrays");
   const size_t tail = kL - head;
   for (size_t j = 0; j < kL; ++j) line[j] = j < tail ? k[cols - tail + j] : k[j - tail];
 }
@@ -222,9 +225,11 @@ HWY_INLINE void JoinedRows(size_t r0, size_t r1, size_t rows, size_t cols, size_
   }
 }
 
-// A joining line (JoinedRows), streamed: out[k] = g(k) for its L elements, a float32 vector from each k.
+// A joining line (JoinedRows), streamed: out[k] = g(k) for its L elements, a float32 vector from each k, which g must
+// read before it is stored (out is not restrict: dx may be dy).
 template <typename T, class G>
-HWY_INLINE void StreamLine(T* HWY_RESTRICT out, const G& g) {
+HWY_INLINE void StreamLine(T* out, const G& g) {
+  static_assert(kStreamAlign / sizeof(T) <= kJoinMax, "a line of T is longer than the joining line's constant arrays");
   const hn::ScalableTag<float> df;
   for (size_t k = 0; k < kStreamAlign / sizeof(T); k += hn::Lanes(df)) StreamF32(df, g(k), out + k);
 }

@@ -26,7 +26,9 @@ Status prepare(const TensorView* t, const ops::Attrs& attrs, const Context& ctx,
     ix = pack.add(t[kX], t[kX].is_contiguous(), true, false);
     iout = pack.add(t[kOut], t[kOut].is_contiguous(), false, true);
   }
-  const Plan plan = make_plan(a, ctx);
+  Args at = a;  // where the kernel writes: a packed output's copy is at a 64-byte offset of the workspace
+  if (pack.packed(iout)) at.out = nullptr;
+  const Plan plan = make_plan(at, ctx);
   const uint64_t pack_bytes = pack.workspace_bytes();
   out->workspace_bytes = pack_bytes + plan.workspace_bytes;
   out->run = [plan, a, pack, ix, iout, pack_bytes](void* ws) {

@@ -280,7 +280,6 @@ using gn::Chunk;
 // rows' bfloat16 pairs start (ColumnPairsFrom: the constants are in their order from there); where its rows are
 // joined (JoinHead, else 0), the head they share and the constants of a joining line (JoinConsts: mean_hi, a, b,
 // kJoinMax floats each).
-constexpr size_t kJoinMax = kStreamAlign / 2;
 struct ColumnConsts {
   float *mh, *a, *b;
   size_t* pairs_from;

@@ -51,7 +51,8 @@ struct Args : Shape {
 /// describes the views as given (the layout is decided by prepare).
 Status check(const TensorView* t, const ops::Attrs& a, Args* args);
 
-/// How a call is split (plain data: a function of the shape, the layout and the thread count).
+/// How a call is split (plain data: a function of the shape, the layout and the thread count, and for stream_output of
+/// the output's address modulo 64).
 struct Plan {
   int num_threads = 1;
   /// Work units: NCHW one per group (n, g); NHWC one per sample and chunk of chunk_groups whole groups.
@@ -63,7 +64,7 @@ struct Plan {
   uint64_t workspace_bytes = 0;
   /// out written with non-temporal stores (row-major, or channels-last chunks of whole rows): larger than the caches
   /// it could stay in (detail::stream_output_min_bytes), so caching it would only cost a read-for-ownership per line
-  /// and evict x.
+  /// and evict x; not for short row-major rows off their lines (kShortRowBytes).
   bool stream_output = false;
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).
@@ -116,7 +117,10 @@ struct Units {
 /// streamed ones, and at that length they cost more than streaming saves (AMD Zen 4, one thread, float32: GroupNorm
 /// [8, 1280, 8, 8] with the output 16 bytes into its page 796 us streamed, 192 not, [128, 1280, 8, 8] 9.87 -> 4.40 ms;
 /// [8, 1280, 7, 7] on a line 430 -> 196 us, [128, 1280, 7, 7] 5.49 -> 3.63 ms; GroupNormBackward [8, 1280, 7, 7] 477 ->
-/// 268 us, [128, 1280, 7, 7] 9.73 -> 8.24 ms; docs/performance.md, "Zen 4, a fifth session").
+/// 268 us, [128, 1280, 7, 7] 9.73 -> 8.24 ms; docs/performance.md, "Zen 4, a fifth session"). Their passes are then not
+/// overlapped either (`pipeline` needs a streamed output); those figures include that, and CPUs other than Zen 4 were
+/// not measured. `out` is where the kernel writes (nullptr for a packed output, whose copy is at a 64-byte offset of
+/// the workspace).
 inline constexpr uint64_t kShortRowBytes = 256;
 Units split_units(const Shape& s, const Context& ctx, int inputs, const void* out);
 

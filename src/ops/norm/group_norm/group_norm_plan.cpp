@@ -1,6 +1,6 @@
 // Work split for GroupNorm (ops-nn "tiling"): a pure function of the shape, the dtype, the layout and the thread
 // count (and of the CPU for the software prefetch, the overlapped passes, the streamed outputs and the paired channel
-// sums, which change no bit).
+// sums, and of the output's address modulo 64 for the streamed outputs (gn::kShortRowBytes), which change no bit).
 #include <algorithm>
 #include <cmath>
 #include <numeric>

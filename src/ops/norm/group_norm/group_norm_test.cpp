@@ -384,13 +384,13 @@ TEST(GroupNorm, PlanStreamsOutputsBeyondTheWritersCaches) {
     a.n = 1, a.hw *= 2;
     EXPECT_EQ(gn::make_plan(a, Context{threads}).stream_output, threads == 1);
   }
-  // Row-major rows of at most gn::kShortRowBytes are streamed only when every row starts on a line: [16, 1280, 8, 8]
+  // Row-major rows of at most gn::kShortRowBytes are streamed only when every row starts on a line: [N, 1280, 8, 8]
   // float32 (rows of 256 bytes), above either threshold, with the output on a line or 16 bytes past one; rows of 49
   // floats (196 bytes) on no line; rows one float longer than the limit streamed wherever they lie.
   for (int threads : {1, 2}) {
     gn::Args s;
-    s.n = 16, s.c = 1280, s.groups = 32, s.dtype = DType::kFloat32, s.hw = 64;
-    ASSERT_GE(static_cast<uint64_t>(s.numel() / 64 * 49) * 4, std::max(one, two));
+    s.n = static_cast<int64_t>(std::max(one, two) / (1280 * 49 * 4) + 1);  // above either threshold with 49 floats
+    s.c = 1280, s.groups = 32, s.dtype = DType::kFloat32, s.hw = 64;
     alignas(64) static unsigned char line[128];
     s.out = line;
     EXPECT_TRUE(gn::make_plan(s, Context{threads}).stream_output);
@@ -452,10 +452,10 @@ TEST(GroupNorm, PlanOverlapsStreamedPassesWhereTheCpuGains) {
 }
 
 // Runs gn::run by hand with make_plan's plan for 3 threads (its scratch holds every variant below: whole-row chunks
-// included) changed by `edit`, on `threads` threads; the output goes one element past a 64-byte boundary (so
-// streamed stores have a peel, a middle and a tail).
+// included) changed by `edit`, on `threads` threads; the output goes `past` bytes (one element unless given) past a
+// 64-byte boundary (so streamed stores have a peel, a middle and a tail).
 template <class Edit>
-ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads, const Edit& edit) {
+ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads, const Edit& edit, size_t past = 0) {
   const DType t = before.t[gn::kX].dtype();
   const std::vector<TensorView> v = before.views();
   gn::Args a;
@@ -471,7 +471,8 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
   plan.workspace_bytes = gn::workspace_bytes(a, 3, plan.scratch_bytes);
   ops::Problem p = before.clone();
   std::vector<unsigned char> raw(p.t[gn::kOut].bytes() + 256, 0xA5);
-  unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+  // The output `past` bytes after a line (one element by default).
+  unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + (past ? past : dtype_size(t));
   a.out = out;
   a.mean = p.t[gn::kMean].view();
   a.rstd = p.t[gn::kRstd].view();
@@ -491,11 +492,12 @@ ops::Problem run_plan(const ops::Problem& before, gn::Layout layout, int threads
 // off, row-major groups pipelined (each group's output beside the next group's statistics, step by step or in bursts)
 // or not, their channels'
 // statistics two at a time or one, channels-last chunks of 1 to 3 groups and of whole rows, streamed, with and
-// without the output pass's prefetch, units pipelined or not. The output starts one element past a line, so streamed
-// rows peel a head. Wide rows run bfloat16's channels-last pairs (ColumnPairsFrom): 64 channels from the head's end
-// (rows of 128 bytes, every row the same head) or from column 0 (not streamed); 40 channels streamed (rows of 80 bytes
-// whose heads differ) without them. 256 channels over 65 rows: the column sums' blocked walk with its lanes padded
-// (detail::canon_column_lane_stride).
+// without the output pass's prefetch, units pipelined or not. The output starts one element, 16 or 48 bytes past a line
+// (by variant), so streamed rows peel heads of each kind, and channels-last rows of whole lines are joined (JoinedRows)
+// across lines split every way. Wide rows run bfloat16's channels-last pairs (ColumnPairsFrom): 64 channels from the
+// head's end (rows of 128 bytes, every row the same head) or from column 0 (not streamed); 40 channels streamed (rows
+// of 80 bytes whose heads differ) without them. 256 channels over 65 rows: the column sums' blocked walk with its lanes
+// padded (detail::canon_column_lane_stride).
 TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
   for (DType t : kDTypes) {
     for (auto [shape, groups] : {std::pair<std::vector<int64_t>, int64_t>{{2, 12, 5, 41}, 6},
@@ -513,24 +515,30 @@ TEST(GroupNorm, EveryScheduleGivesTheSameBits) {
               SCOPED_TRACE(std::string(dtype_name(t)) + " C " + std::to_string(channels) +
                            (layout == gn::Layout::kNHWC ? " channels-last" : " row-major") + " variant " +
                            std::to_string(variant) + " threads " + std::to_string(threads));
-              const ops::Problem p = run_plan(before, layout, threads, [&](const gn::Args& a, gn::Plan& plan) {
-                if (layout == gn::Layout::kNCHW) {
-                  plan.stream_output = variant % 2;
-                  plan.prefetch = variant / 2 % 2;
-                  plan.pipeline = variant / 4;
-                  plan.pipeline_burst = 2 * threads - 1;  // the output step by step, or in bursts of 3 or 5 steps
-                  plan.pair_rows = threads != 2;          // two channels' statistics at once, or one at a time
-                } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's prefetch
-                  plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
-                  plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
-                  plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
-                  plan.prefetch = variant >= 6;
-                  plan.pipeline = variant % 2 == 1;  // each unit's rows beside the next unit's column sums
-                  // the column sums' walk: lane by lane or strip by strip; its prefetch none, into L2 or into L1
-                  plan.column_walk.by_lane = variant / 2 % 2 == 0;
-                  plan.column_walk.prefetch = static_cast<detail::ColumnPrefetch>((variant / 2 + threads) % 3);
-                }
-              });
+              const ops::Problem p = run_plan(
+                  before, layout, threads,
+                  [&](const gn::Args& a, gn::Plan& plan) {
+                    if (layout == gn::Layout::kNCHW) {
+                      plan.stream_output = variant % 2;
+                      plan.prefetch = variant / 2 % 2;
+                      plan.pipeline = variant / 4;
+                      plan.pipeline_burst = 2 * threads - 1;  // the output step by step, or in bursts of 3 or 5 steps
+                      plan.pair_rows = threads != 2;          // two channels' statistics at once, or one at a time
+                    } else {  // variants 5 to 7: chunks of whole rows, streamed, 6 and 7 with the output pass's
+                              // prefetch
+                      plan.chunk_groups = variant < 5 ? 1 + variant % 3 : a.groups;
+                      plan.units = a.n * ((a.groups + plan.chunk_groups - 1) / plan.chunk_groups);
+                      plan.stream_output = variant >= 4;  // variant 4: ignored, the chunk is not whole rows
+                      plan.prefetch = variant >= 6;
+                      plan.pipeline = variant % 2 == 1;  // each unit's rows beside the next unit's column sums
+                      // the column sums' walk: lane by lane or strip by strip; its prefetch none, into L2 or into L1
+                      plan.column_walk.by_lane = variant / 2 % 2 == 0;
+                      plan.column_walk.prefetch = static_cast<detail::ColumnPrefetch>((variant / 2 + threads) % 3);
+                    }
+                  },
+                  variant % 3 == 0   ? 0
+                  : variant % 3 == 1 ? 16
+                                     : 48);
               EXPECT_TRUE(same_outputs(p, want));
             }
           }

@@ -37,7 +37,9 @@ Status prepare(const TensorView* t, const ops::Attrs& attrs, const Context& ctx,
   const int idy = pack.add(t[kDy], nhwc || t[kDy].is_contiguous(), true, false);
   const int ix = pack.add(t[kX], nhwc || t[kX].is_contiguous(), true, false);
   const int idx = has_dx ? pack.add(t[kDx], nhwc || t[kDx].is_contiguous(), false, true) : -1;
-  const Plan plan = make_plan(a, ctx);
+  Args at = a;  // where the kernel writes: a packed dx's copy is at a 64-byte offset of the workspace
+  if (idx >= 0 && pack.packed(idx)) at.dx = nullptr;
+  const Plan plan = make_plan(at, ctx);
   const uint64_t pack_bytes = pack.workspace_bytes();
   out->workspace_bytes = pack_bytes + plan.workspace_bytes;
   out->run = [plan, a, pack, idy, ix, idx, pack_bytes](void* ws) {

@@ -106,8 +106,8 @@ struct DxFn {
   }
 };
 
-// One row of a channels-last chunk: per-column constants in the arrays. `stream`: as in MapRow (the chunk is
-// whole rows, so the stores cover whole lines).
+// Columns [from, cols) of a row of a channels-last chunk (those before `from` are written: JoinedRows), per-column
+// constants in the arrays. `stream`: as in MapRow (the chunk is whole rows, so the stores cover whole lines).
 // `pairs_from` (ColumnPairsFrom): bfloat16 pairs from that column, the constants in their order there.
 template <typename T>
 HWY_INLINE void DxColumns(const T* dy, const T* HWY_RESTRICT x, T* dx, size_t from, size_t cols, const float* mh,
@@ -268,7 +268,6 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   const bool prefetch = p.prefetch && cols == stride;
   // Rows joined across their ends where they are streamed off their lines (JoinHead, src/core/row_map-inl.h): the
   // constants of a joining line (mh, k1, k2, k3), gathered before ColumnPairsLayout reorders them.
-  constexpr size_t kJoinMax = kStreamAlign / 2;
   alignas(64) float line[4 * kJoinMax];
   const size_t join = JoinHead(dx, cols, stride, stream);
   if (join != 0) {

@@ -49,7 +49,7 @@ struct Plan {
   uint64_t workspace_bytes = 0;
   /// dx written with non-temporal stores (row-major, or channels-last chunks of whole rows): larger than the caches
   /// it could stay in (detail::stream_output_min_bytes), so caching it would only cost a read-for-ownership per line
-  /// and evict dy and x.
+  /// and evict dy and x; not for short row-major rows off their lines (gn::kShortRowBytes).
   bool stream_output = false;
   /// Software prefetch ahead of the row-major statistics passes and of channels-last output passes over whole rows
   /// (detail::software_prefetch; the bits do not depend on it).

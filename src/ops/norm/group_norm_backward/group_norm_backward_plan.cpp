@@ -1,5 +1,6 @@
 // Work split for GroupNormBackward (ops-nn "tiling"): a pure function of the shape, the dtype, the layout and the
-// thread count (and of the CPU for the software prefetch and the overlapped passes, which change no bit). The units
+// thread count (and of the CPU for the software prefetch and the overlapped passes, and of dx's address modulo 64 for
+// the streamed dx (gn::kShortRowBytes), which change no bit). The units
 // are GroupNorm's (whole groups), so the per-(n, c) sums are each computed by one thread.
 #include <algorithm>
 

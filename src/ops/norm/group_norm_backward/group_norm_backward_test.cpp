@@ -269,7 +269,9 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
                 plan.workspace_bytes = gn_bwd::workspace_bytes(a, 3, plan.scratch_bytes);
                 ops::Problem p = before.clone();
                 std::vector<unsigned char> raw(bytes + 256, 0xA5);
-                unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + dtype_size(t);
+                // dx one element, 16 or 48 bytes past a line: heads of each kind, joined rows split every way
+                const size_t past = variant % 3 == 0 ? dtype_size(t) : variant % 3 == 1 ? 16 : 48;
+                unsigned char* out = raw.data() + (64 - reinterpret_cast<uintptr_t>(raw.data()) % 64) + past;
                 if (in_place) {
                   std::memcpy(out, cl ? dys.view().data() : before.t[gn_bwd::kDy].data(), bytes);
                   a.dy = out;
@@ -293,6 +295,22 @@ TEST(GroupNormBackward, EveryScheduleGivesTheSameBits) {
         }
       });
     }
+  }
+}
+
+// Short row-major rows (gn::kShortRowBytes) are streamed by where dx lies, not dy or x: rows of 64 floats above
+// either stream threshold.
+TEST(GroupNormBackward, PlanJudgesShortRowsByWhereDxLies) {
+  const uint64_t big = std::max(detail::stream_output_min_bytes(1), detail::stream_output_min_bytes(2));
+  alignas(64) static unsigned char line[128];
+  gn_bwd::Args a;
+  a.n = static_cast<int64_t>(big / (1280 * 64 * 4) + 1), a.c = 1280, a.groups = 32, a.dtype = DType::kFloat32;
+  a.hw = 64;
+  for (int threads : {1, 2}) {
+    a.dy = line + 16, a.x = line + 16, a.dx = line;
+    EXPECT_TRUE(gn_bwd::make_plan(a, Context{threads}).stream_output);
+    a.dy = line, a.x = line, a.dx = line + 16;
+    EXPECT_FALSE(gn_bwd::make_plan(a, Context{threads}).stream_output);
   }
 }
 
