@@ -196,10 +196,11 @@ HWY_INLINE size_t JoinHead(const T* out_row0, size_t cols, size_t stride, bool s
   return StreamHead(out_row0, cols, true);
 }
 
-// The constants of a joining line's L columns from a per-column array k of `cols` floats (see JoinHead): the row's
-// last L - head, then the first head.
 // The most elements a line holds (2-byte types), the length of a joining line's constant arrays.
 constexpr size_t kJoinMax = kStreamAlign / 2;
+
+// The constants of a joining line's L columns from a per-column array k of `cols` floats (see JoinHead): the row's
+// last L - head, then the first head.
 template <typename T>
 HWY_INLINE void JoinConsts(size_t head, size_t cols, const float* HWY_RESTRICT k, float* HWY_RESTRICT line) {
   constexpr size_t kL = kStreamAlign / sizeof(T);
