@@ -209,6 +209,20 @@ HWY_INLINE void JoinConsts(size_t head, size_t cols, const float* HWY_RESTRICT k
   for (size_t j = 0; j < kL; ++j) line[j] = j < tail ? k[cols - tail + j] : k[j - tail];
 }
 
+// A unit's join (JoinHead: the head its rows share, or 0) and, where it joins, the joining line's constants of each
+// per-column array k (`cols` floats) into line + i * kJoinMax, i its place among the arrays (JoinConsts). Before
+// ColumnPairsLayout reorders the arrays.
+template <typename T, class... K>
+HWY_INLINE size_t JoinLayout(const T* out_row0, size_t cols, size_t stride, bool stream, float* HWY_RESTRICT line,
+                             const K*... k) {
+  const size_t head = JoinHead(out_row0, cols, stride, stream);
+  if (head != 0) {
+    size_t i = 0;
+    (JoinConsts<T>(head, cols, k, line + kJoinMax * i++), ...);
+  }
+  return head;
+}
+
 // Rows [r0, r1) of a unit of `rows` rows of `cols` columns, joined where `head` (JoinHead) is not 0: row(r, from, to)
 // writes columns [from, to) of row r, which start at its first line (from = head) but in row 0; line(r, c) the line
 // from column c of row r on, into row r + 1. Not joined: row(r, 0, cols).

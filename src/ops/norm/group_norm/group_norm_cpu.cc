@@ -380,13 +380,10 @@ void ChunkNHWCStats(const Args& a, const Plan& p, const Chunk& ch, const double*
     kc.a[c] = k.a;
     kc.b[c] = k.b;
   }
-  *kc.join = JoinHead(UnitOut<T>(a, ch), cols, stride, UnitStreams(a, p, ch));
-  if (*kc.join != 0) {  // before ColumnPairsLayout reorders the constants
-    JoinConsts<T>(*kc.join, cols, kc.mh, kc.line);
-    JoinConsts<T>(*kc.join, cols, kc.a, kc.line + kJoinMax);
-    JoinConsts<T>(*kc.join, cols, kc.b, kc.line + 2 * kJoinMax);
-  }
-  *kc.pairs_from = ColumnPairsFrom(UnitOut<T>(a, ch), cols, stride, UnitStreams(a, p, ch));
+  const T* out = UnitOut<T>(a, ch);
+  const bool streams = UnitStreams(a, p, ch);
+  *kc.join = JoinLayout(out, cols, stride, streams, kc.line, kc.mh, kc.a, kc.b);
+  *kc.pairs_from = ColumnPairsFrom(out, cols, stride, streams);
   ColumnPairsLayout(*kc.pairs_from, cols, kc.mh, kc.a, kc.b);
 }
 

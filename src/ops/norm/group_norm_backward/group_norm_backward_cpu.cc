@@ -266,14 +266,10 @@ void ChunkNHWC(const Args& a, const Plan& p, const Shared& s, int64_t u, unsigne
   const bool stream = p.stream_output && cols == stride;
   // Whole rows are one stream, which the prefetch runs ahead of (from L3, where the statistics pass left it).
   const bool prefetch = p.prefetch && cols == stride;
-  // Rows joined across their ends where they are streamed off their lines (JoinHead, src/core/row_map-inl.h): the
-  // constants of a joining line (mh, k1, k2, k3), gathered before ColumnPairsLayout reorders them.
+  // Rows joined across their ends where they are streamed off their lines (JoinLayout, src/core/row_map-inl.h): the
+  // constants of a joining line (mh, k1, k2, k3).
   alignas(64) float line[4 * kJoinMax];
-  const size_t join = JoinHead(dx, cols, stride, stream);
-  if (join != 0) {
-    for (int j = 0; j < 4; ++j)
-      JoinConsts<T>(join, cols, (j == 0 ? mh : j == 1 ? k1 : j == 2 ? k2 : k3), line + j * kJoinMax);
-  }
+  const size_t join = JoinLayout(dx, cols, stride, stream, line, mh, k1, k2, k3);
   const size_t pairs_from = ColumnPairsFrom(dx, cols, stride, stream);
   ColumnPairsLayout(pairs_from, cols, mh, k1, k2, k3);
   auto row = [&](size_t r, size_t from, size_t to) {
